@@ -1,0 +1,16 @@
+# efawatch_add_test(NAME <name> SOURCES <...> LIBS <...> LABELS <...> [TIMEOUT <s>])
+# Builds a GoogleTest binary and registers it as one ctest entry with a label and a timeout, so a
+# hang fails the run instead of stalling CI.
+function(efawatch_add_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 60)
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES})
+  efawatch_warnings(${T_NAME})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
+  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "EFAWATCH_SOURCE_DIR=${CMAKE_SOURCE_DIR};EFAWATCH_BINARY_DIR=${CMAKE_BINARY_DIR}")
+endfunction()
