@@ -61,7 +61,7 @@ absl::StatusOr<bool> ParseBool(const std::string& v) {
   return absl::InvalidArgumentError("not a boolean (true or false)");
 }
 
-Setter Bool(bool Config::*field, std::string flag) {
+Setter Bool(bool Config::*field, const std::string& flag) {
   return [field, flag](Config& c, const std::string& v) -> absl::Status {
     auto b = ParseBool(v);
     if (!b.ok()) return Bad(flag, v, std::string(b.status().message()));

@@ -10,8 +10,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-absl::StatusOr<Config> Parse(std::vector<std::string> args,
-                             std::map<std::string, std::string> env = {}) {
+absl::StatusOr<Config> Parse(const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env = {}) {
   auto p = ParseConfig(args, env);
   if (!p.ok()) return p.status();
   return p->config;
