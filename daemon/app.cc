@@ -6,8 +6,10 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/common/findings_collector.h"
 #include "daemon/common/process_collector.h"
-#include "daemon/efa/device_scan.h"
+#include "daemon/efa/efa_monitor.h"
+#include "daemon/efa/instance_types.h"
 #include "daemon/export/prometheus_edge.h"
 #include "daemon/rpc/grpc_edge.h"
 #include "efawatch/version.h"
@@ -49,15 +51,32 @@ absl::Status App::Start() {
   }
 
   process_collector_ = std::make_unique<common::ProcessCollector>();
-  efa_presence_ = std::make_unique<efa::DevicePresenceCollector>(config_.paths.sysfs);
-  if (auto devices = efa::ScanRdmaDevices(config_.paths.sysfs); !devices.ok()) {
-    spdlog::warn("RDMA device scan: {}", std::string(devices.status().message()));
-  } else if (devices->empty()) {
-    spdlog::info("EFA: absent (no RDMA devices under {}/class/infiniband)",
+  findings_collector_ = std::make_unique<common::FindingsCollector>(findings_);
+
+  efa::EfaMonitorOptions eopts;
+  eopts.sysfs_root = config_.paths.sysfs;
+  eopts.procfs_root = config_.paths.procfs;
+  eopts.interface_prefixes = config_.net_interface_prefixes;
+  eopts.health.clear_after = config_.efa_clear_after;
+  eopts.health.rise_thresholds = config_.efa_rise_thresholds;
+  eopts.health.expected_devices = config_.efa_expected_devices > 0
+                                      ? config_.efa_expected_devices
+                                      : efa::ExpectedEfaDevices(config_.instance_type);
+  // TODO(#4): wire nccl_active to the live log analyzer; until then the log-free fallback rule
+  // has no NCCL activity signal and stays silent.
+  efa_ = std::make_unique<efa::EfaMonitor>(eopts, clock_, &findings_, nullptr, nullptr);
+  efa_->EvaluateOnce();
+  if (efa_->efa_devices() == 0) {
+    spdlog::info("EFA: absent (no EFA devices under {}/class/infiniband)",
                  config_.paths.sysfs.string());
   } else {
-    spdlog::info("RDMA devices under {}: {}", config_.paths.sysfs.string(), devices->size());
+    spdlog::info("EFA: {} device(s) under {}/class/infiniband{}", efa_->efa_devices(),
+                 config_.paths.sysfs.string(),
+                 eopts.health.expected_devices > 0
+                     ? fmt::format(", {} expected", eopts.health.expected_devices)
+                     : "");
   }
+  efa_->Start();
 
   std::error_code ec;
   if (!std::filesystem::is_directory(config_.paths.pod_log_root, ec)) {
@@ -73,7 +92,8 @@ absl::Status App::Start() {
   mopts.start_time = start_time_;
   mopts.collector_budget = config_.collector_budget;
   auto metrics = exporter::PrometheusEdge::Create(
-      mopts, {process_collector_.get(), efa_presence_.get()}, &collector_status_, clock_);
+      mopts, {process_collector_.get(), efa_.get(), findings_collector_.get()}, &collector_status_,
+      clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
 
@@ -102,6 +122,7 @@ void App::Stop() {
   spdlog::debug("gRPC edge stopped");
   metrics_.reset();
   spdlog::debug("metrics edge stopped");
+  efa_.reset();
 }
 
 App::~App() { Stop(); }
@@ -117,7 +138,7 @@ common::NodeHealth App::GetNodeHealth() const {
   h.start_time = start_time_;
   h.collectors = collector_status_.Snapshot();
   h.findings = *findings_.Snapshot();
-  h.efa_devices = efa_presence_ ? efa_presence_->efa_devices() : 0;
+  h.efa_devices = efa_ ? efa_->efa_devices() : 0;
   return h;
 }
 

@@ -18,11 +18,12 @@ namespace rpc {
 class GrpcEdge;
 }
 namespace efa {
-class DevicePresenceCollector;
+class EfaMonitor;
 }
 namespace common {
 class ProcessCollector;
-}
+class FindingsCollector;
+}  // namespace common
 
 /// The composition root: the only place that knows every module. Create() builds and starts
 /// everything (edges bound, port file written); Stop() (and the destructor) stops everything
@@ -50,7 +51,8 @@ class App final : public rpc::AgentHandler {
   common::CollectorStatusBoard collector_status_;
   common::FindingsBoard findings_;
   std::unique_ptr<common::ProcessCollector> process_collector_;
-  std::unique_ptr<efa::DevicePresenceCollector> efa_presence_;
+  std::unique_ptr<common::FindingsCollector> findings_collector_;
+  std::unique_ptr<efa::EfaMonitor> efa_;
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };

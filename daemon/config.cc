@@ -138,6 +138,53 @@ const std::vector<Option>& Options() {
          c.collector_budget = std::chrono::milliseconds(ms);
          return absl::OkStatus();
        }},
+      {"instance-type", false,
+       "EC2 instance type (Kubernetes: the node's instance-type label); sets the expected EFA "
+       "device count for known types.",
+       String(&Config::instance_type)},
+      {"efa-expected-devices", false, "EFA devices this node must have (0: unknown).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 256) {
+           return Bad("efa-expected-devices", v, "must be an integer from 0 to 256");
+         }
+         c.efa_expected_devices = static_cast<unsigned>(n);
+         return absl::OkStatus();
+       }},
+      {"efa-clear-after-seconds", false,
+       "A rising EFA error counter's finding clears after this long without a rise.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 86400) {
+           return Bad("efa-clear-after-seconds", v, "must be an integer from 1 to 86400");
+         }
+         c.efa_clear_after = std::chrono::seconds(n);
+         return absl::OkStatus();
+       }},
+      {"efa-rise-thresholds", false,
+       "counter=N,... minimum rise between evaluations that raises a finding (default "
+       "rx_drops=100; other error counters 1).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         std::map<std::string, uint64_t> m;
+         for (absl::string_view item : absl::StrSplit(v, ',', absl::SkipWhitespace())) {
+           std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+           uint64_t n = 0;
+           if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &n)) {
+             return Bad("efa-rise-thresholds", v, "expected counter=N,counter=N");
+           }
+           m[kv.first] = n;
+         }
+         c.efa_rise_thresholds = m;
+         return absl::OkStatus();
+       }},
+      {"net-interface-prefixes", false,
+       "Ethernet interfaces (name prefixes) whose bytes the EFA fallback check compares.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         std::vector<std::string> list = absl::StrSplit(v, ',', absl::SkipWhitespace());
+         if (list.empty()) return Bad("net-interface-prefixes", v, "empty list");
+         c.net_interface_prefixes = list;
+         return absl::OkStatus();
+       }},
   };
   return opts;
 }

@@ -35,6 +35,12 @@ struct Config {
   std::string fabric_interface;  // empty: any; "lo" pins tcp to loopback
   bool fabric_responder = true;
   std::chrono::milliseconds collector_budget{2000};
+  // EFA health (daemon/efa). Expected devices: explicit, else from the instance type, else 0.
+  std::string instance_type;
+  unsigned efa_expected_devices = 0;
+  std::chrono::seconds efa_clear_after{600};
+  std::map<std::string, uint64_t> efa_rise_thresholds = {{"rx_drops", 100}};
+  std::vector<std::string> net_interface_prefixes = {"eth", "ens", "enp", "eno"};
 };
 
 /// What parsing asks the caller to do: run, or print something and exit 0.

@@ -8,65 +8,11 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/export/family_sink.h"
 #include "daemon/export/metric_table.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::exporter {
-namespace {
-
-prometheus::MetricType ToPrometheus(MetricType t) {
-  return t == MetricType::kCounter ? prometheus::MetricType::Counter
-                                   : prometheus::MetricType::Gauge;
-}
-
-// Collects samples of one scrape into metric families, checking each against the metric table.
-// A sample of an undeclared metric or with the wrong label names is a programming error; it is
-// dropped and logged rather than served, so /metrics always passes `promtool check metrics`.
-class FamilySink final : public common::MetricSink {
- public:
-  void Add(std::string_view metric, const common::Labels& labels, double value) override {
-    const MetricDef* def = FindMetric(metric);
-    if (def == nullptr || def->labels.size() != labels.size()) {
-      spdlog::error("metric {} is not declared in the metric table as written; sample dropped",
-                    metric);
-      return;
-    }
-    prometheus::ClientMetric m;
-    for (size_t i = 0; i < labels.size(); ++i) {
-      if (def->labels[i] != labels[i].first) {
-        spdlog::error("metric {}: label {} where the table says {}; sample dropped", metric,
-                      labels[i].first, def->labels[i]);
-        return;
-      }
-      m.label.push_back({labels[i].first, labels[i].second});
-    }
-    if (def->type == MetricType::kCounter) {
-      m.counter.value = value;
-    } else {
-      m.gauge.value = value;
-    }
-    auto& family = families_[def->name];
-    if (family.name.empty()) {
-      family.name = std::string(def->name);
-      family.help = std::string(def->help);
-      family.type = ToPrometheus(def->type);
-    }
-    family.metric.push_back(std::move(m));
-  }
-
-  std::vector<prometheus::MetricFamily> Take() {
-    std::vector<prometheus::MetricFamily> out;
-    out.reserve(families_.size());
-    for (auto& [name, f] : families_) out.push_back(std::move(f));
-    families_.clear();
-    return out;
-  }
-
- private:
-  std::map<std::string_view, prometheus::MetricFamily> families_;
-};
-
-}  // namespace
 
 class PrometheusEdge::Scraper final : public prometheus::Collectable {
  public:

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "efawatch/v1/agent.grpc.pb.h"
@@ -105,7 +106,7 @@ TEST(DaemonTest, ServesMetricsThatPromtoolAcceptsAndGrpcHealthThenStopsOnSigterm
   ASSERT_EQ(status, 200);
   EXPECT_THAT(body, HasSubstr("efawatch_build_info{"));
   EXPECT_THAT(body, HasSubstr("efawatch_start_time_seconds "));
-  EXPECT_THAT(body, HasSubstr("efawatch_collector_success{collector=\"efa_presence\"} 1"));
+  EXPECT_THAT(body, HasSubstr("efawatch_collector_success{collector=\"efa\"} 1"));
   EXPECT_THAT(body, HasSubstr("efawatch_collector_duration_seconds{collector=\"process\"}"));
   EXPECT_THAT(body, HasSubstr("efawatch_efa_devices 0"));
 
@@ -129,7 +130,7 @@ TEST(DaemonTest, ServesMetricsThatPromtoolAcceptsAndGrpcHealthThenStopsOnSigterm
   EXPECT_EQ(h.efa_devices(), 0u);
   std::set<std::string> names;
   for (const auto& c : h.collectors()) names.insert(c.name());
-  EXPECT_TRUE(names.contains("efa_presence"));
+  EXPECT_TRUE(names.contains("efa"));
   EXPECT_TRUE(names.contains("process"));
 
   ExpectCleanStop(agent.proc());
@@ -266,6 +267,35 @@ TEST(DaemonTest, PortInUseExits2) {
                    "--pod-log-root=" + dir.path(), "--log-level=error"},
                   "grpc listen 127.0.0.1:" + port);
   close(fd);
+}
+
+}  // namespace
+}  // namespace efawatch
+
+namespace efawatch {
+namespace {
+
+// `efawatchd --sysfs-root <p5 fixture>` serves every line of the component test's golden scrape.
+TEST(DaemonTest, ServesEveryEfaCounterOfTheP5Fixture) {
+  const std::string fixture =
+      std::string(std::getenv("EFAWATCH_SOURCE_DIR")) + "/tests/fixtures/sysfs/p5.48xlarge";
+  TempDir dir;
+  Agent agent(dir, {"--sysfs-root=" + fixture + "/sys", "--procfs-root=" + fixture + "/proc",
+                    "--instance-type=p5.48xlarge"});
+  ASSERT_TRUE(agent.ports()) << agent.proc().Stderr();
+  auto [status, body] = testing::HttpGet(agent.ports()->metrics, "/metrics");
+  ASSERT_EQ(status, 200);
+  std::istringstream golden(testing::ReadFileOrEmpty(fixture + ".prom"));
+  int lines = 0;
+  for (std::string line; std::getline(golden, line);) {
+    // Read counts grow with every scrape; everything else is fixed by the fixture.
+    if (line.starts_with("efawatch_rdma_device_reads_total")) continue;
+    EXPECT_THAT(body, HasSubstr(line + "\n"));
+    ++lines;
+  }
+  EXPECT_GT(lines, 32 * 34);
+  EXPECT_THAT(body, HasSubstr("efawatch_efa_devices_expected 32\n"));
+  ExpectCleanStop(agent.proc());
 }
 
 }  // namespace
