@@ -57,6 +57,7 @@ absl::Status App::Start() {
   eopts.sysfs_root = config_.paths.sysfs;
   eopts.procfs_root = config_.paths.procfs;
   eopts.interface_prefixes = config_.net_interface_prefixes;
+  eopts.min_read_interval = config_.efa_min_read_interval;
   eopts.health.clear_after = config_.efa_clear_after;
   eopts.health.rise_thresholds = config_.efa_rise_thresholds;
   eopts.health.expected_devices = config_.efa_expected_devices > 0

@@ -177,6 +177,17 @@ const std::vector<Option>& Options() {
          c.efa_rise_thresholds = m;
          return absl::OkStatus();
        }},
+      {"efa-min-read-interval-ms", false,
+       "Never read a device's counters more often than this (each read costs the device admin "
+       "commands).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 60000) {
+           return Bad("efa-min-read-interval-ms", v, "must be an integer from 0 to 60000");
+         }
+         c.efa_min_read_interval = std::chrono::milliseconds(n);
+         return absl::OkStatus();
+       }},
       {"net-interface-prefixes", false,
        "Ethernet interfaces (name prefixes) whose bytes the EFA fallback check compares.",
        [](Config& c, const std::string& v) -> absl::Status {

@@ -41,6 +41,7 @@ struct Config {
   std::chrono::seconds efa_clear_after{600};
   std::map<std::string, uint64_t> efa_rise_thresholds = {{"rx_drops", 100}};
   std::vector<std::string> net_interface_prefixes = {"eth", "ens", "enp", "eno"};
+  std::chrono::milliseconds efa_min_read_interval{1000};
 };
 
 /// What parsing asks the caller to do: run, or print something and exit 0.
