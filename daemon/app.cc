@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/common/findings_collector.h"
@@ -58,6 +59,7 @@ absl::Status App::Start() {
   eopts.procfs_root = config_.paths.procfs;
   eopts.interface_prefixes = config_.net_interface_prefixes;
   eopts.min_read_interval = config_.efa_min_read_interval;
+  eopts.evaluate_interval = config_.efa_evaluate_interval;
   eopts.health.clear_after = config_.efa_clear_after;
   eopts.health.rise_thresholds = config_.efa_rise_thresholds;
   eopts.health.expected_devices = config_.efa_expected_devices > 0
@@ -118,11 +120,15 @@ absl::Status App::Start() {
 }
 
 void App::Stop() {
-  // gRPC first: it calls back into us; the metrics edge next; collectors last.
+  // The two edges stop in parallel (each takes a few hundred milliseconds to drain) and before
+  // the modules they call into; SIGTERM must end the agent within 2 s.
+  std::thread metrics_stop([this] {
+    metrics_.reset();
+    spdlog::debug("metrics edge stopped");
+  });
   if (grpc_) grpc_->Shutdown();
   spdlog::debug("gRPC edge stopped");
-  metrics_.reset();
-  spdlog::debug("metrics edge stopped");
+  metrics_stop.join();
   efa_.reset();
 }
 

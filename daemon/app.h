@@ -37,6 +37,7 @@ class App final : public rpc::AgentHandler {
 
   void Stop();
   common::NodeHealth GetNodeHealth() const override;
+  common::FindingsBoard& findings() const override { return findings_; }
 
   int metrics_port() const;
   int grpc_port() const;
@@ -49,7 +50,7 @@ class App final : public rpc::AgentHandler {
   const common::Clock& clock_;
   const std::chrono::system_clock::time_point start_time_;
   common::CollectorStatusBoard collector_status_;
-  common::FindingsBoard findings_;
+  mutable common::FindingsBoard findings_;
   std::unique_ptr<common::ProcessCollector> process_collector_;
   std::unique_ptr<common::FindingsCollector> findings_collector_;
   std::unique_ptr<efa::EfaMonitor> efa_;

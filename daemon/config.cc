@@ -188,6 +188,15 @@ const std::vector<Option>& Options() {
          c.efa_min_read_interval = std::chrono::milliseconds(n);
          return absl::OkStatus();
        }},
+      {"efa-evaluate-interval-seconds", false, "How often the EFA health rules run.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 3600) {
+           return Bad("efa-evaluate-interval-seconds", v, "must be an integer from 1 to 3600");
+         }
+         c.efa_evaluate_interval = std::chrono::seconds(n);
+         return absl::OkStatus();
+       }},
       {"net-interface-prefixes", false,
        "Ethernet interfaces (name prefixes) whose bytes the EFA fallback check compares.",
        [](Config& c, const std::string& v) -> absl::Status {

@@ -42,6 +42,7 @@ struct Config {
   std::map<std::string, uint64_t> efa_rise_thresholds = {{"rx_drops", 100}};
   std::vector<std::string> net_interface_prefixes = {"eth", "ens", "enp", "eno"};
   std::chrono::milliseconds efa_min_read_interval{1000};
+  std::chrono::seconds efa_evaluate_interval{15};
 };
 
 /// What parsing asks the caller to do: run, or print something and exit 0.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "daemon/common/findings_board.h"
 #include "daemon/common/node_health.h"
 
 namespace efawatch::rpc {
@@ -11,6 +12,8 @@ class AgentHandler {
  public:
   virtual ~AgentHandler() = default;
   virtual common::NodeHealth GetNodeHealth() const = 0;
+  /// The node's findings board, for streaming. Outlives the gRPC edge.
+  virtual common::FindingsBoard& findings() const = 0;
 };
 
 }  // namespace efawatch::rpc
