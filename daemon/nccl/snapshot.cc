@@ -311,8 +311,16 @@ const Ev& FirstSet(std::initializer_list<const Ev*> evs) {
   return **evs.begin();
 }
 
-bool Deliberate(const ProcState& p, const SourceState& ss) {
-  return p.ev_ib_disable.set() || ss.ev_launcher_ib_disable.set();
+// NCCL_IB_DISABLE=1 / NCCL_NET=Socket anywhere in the scope: the job asked for sockets.
+bool Deliberate(const State& st, const Scope& s) {
+  for (const Derived* d : s.procs) {
+    if (d->p->ev_ib_disable.set()) return true;
+  }
+  for (const SourceState* ss : s.sources) {
+    if (ss->ev_launcher_ib_disable.set()) return true;
+  }
+  (void)st;
+  return false;
 }
 
 struct Builder {
@@ -345,7 +353,7 @@ void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder*
   const SourceState& ss = *st.sources[p.source];
   // TCP fallback: the data path is TCP and traffic crosses nodes (or NET channels use it).
   if (d.tcp && (s.multi || (d.socket_channels && !s.proven_single))) {
-    bool deliberate = Deliberate(p, ss);
+    bool deliberate = Deliberate(st, s);
     std::string what = d.family == "OFI" ? "aws-ofi-nccl runs on the libfabric '" + d.provider +
                                                "' provider (TCP/UDP), not EFA"
                                          : "inter-node traffic uses NCCL's Socket transport (TCP)";

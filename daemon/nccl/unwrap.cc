@@ -113,7 +113,7 @@ bool ParseCri(std::string_view line, CriRecord* out) {
   if (sp == std::string_view::npos || sp < 20 || sp > 40) return false;
   if (TimestampLength(line) != sp || line[10] != 'T') return false;
   std::string_view rest = line.substr(sp + 1);
-  if (rest.size() < 9) return false;
+  if (rest.size() < 8) return false;
   std::string_view stream = rest.substr(0, 6);
   if (stream != "stdout" && stream != "stderr") return false;
   if (rest[6] != ' ' || (rest[7] != 'P' && rest[7] != 'F')) return false;
