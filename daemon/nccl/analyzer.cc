@@ -269,7 +269,8 @@ void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
   if (StartsWith(rest, "Using aws-ofi-nccl ") || StartsWith(rest, "Initializing aws-ofi-nccl ")) {
     std::string_view v = rest.substr(rest.find("aws-ofi-nccl ") + 13);
     p->plugin_loaded = true;
-    p->plugin_name = "aws-ofi-nccl " + std::string(Trim(v).substr(0, 32));
+    if (p->plugin_name.empty())
+      p->plugin_name = "aws-ofi-nccl " + std::string(Trim(v).substr(0, 32));
     SetEv(&p->ev_plugin, c);
   } else if (StartsWith(rest, "Selected Provider is ") ||
              StartsWith(rest, "Selected provider is ")) {
@@ -546,12 +547,21 @@ ProcState* GetProc(State* st, const Record& r, uint32_t source) {
     key = unattributed;
   }
   if (st->last_proc != nullptr && st->last_key == key) return st->last_proc;
+  // Interleaved ranks defeat the last-process cache; a small table indexed by pid avoids most
+  // hash lookups.
+  internal::PidSlot& slot = st->pid_cache[r.pid % st->pid_cache.size()];
+  if (!r.proc_key.empty() && slot.proc != nullptr && slot.proc->pid == r.pid &&
+      slot.proc->host == r.host) {
+    return slot.proc;
+  }
   auto it = st->procs.find(absl::string_view(key.data(), key.size()));
   if (it == st->procs.end()) {
     if (st->procs.size() >= st->options.max_processes && !st->proc_order.empty()) {
       st->procs.erase(st->proc_order.front());
       st->proc_order.pop_front();
       ++st->counters.evicted_processes;
+      st->last_proc = nullptr;
+      st->pid_cache.fill({});
     }
     auto p = std::make_unique<ProcState>();
     p->host.assign(r.host);
@@ -562,6 +572,7 @@ ProcState* GetProc(State* st, const Record& r, uint32_t source) {
   }
   st->last_key.assign(key);
   st->last_proc = it->second.get();
+  if (!r.proc_key.empty()) slot.proc = st->last_proc;
   return st->last_proc;
 }
 
@@ -684,6 +695,12 @@ void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view 
   Ctx c{st, source, line_no, line};
   size_t n = FindRecords(line, &st->records);
   if (n == 0) {
+    // Binary junk is counted and skipped. Checked only here: a NUL inside an NCCL record's
+    // text is harmless to the scanner, and the common path saves a pass over every line.
+    if (memchr(line.data(), '\0', line.size()) != nullptr) {
+      ++st->counters.malformed_lines;
+      return;
+    }
     HandleOther(st, st->sources[source].get(), line, c);
     return;
   }
@@ -743,10 +760,6 @@ void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view 
   if (raw_line.size() > st->options.max_line_bytes) {
     raw_line = raw_line.substr(0, st->options.max_line_bytes);
     ++st->counters.truncated_lines;
-  }
-  if (!raw_line.empty() && memchr(raw_line.data(), '\0', raw_line.size()) != nullptr) {
-    ++st->counters.malformed_lines;
-    return;
   }
   uint32_t source_idx = SourceIndex(st, source);
   SourceState* ss = st->sources[source_idx].get();

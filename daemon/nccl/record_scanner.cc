@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "daemon/nccl/text_util.h"
+
 namespace efawatch::nccl {
 namespace {
 
@@ -14,10 +16,7 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsSpace(char c) { return c == ' ' || c == '\t'; }
 
 size_t Find(std::string_view hay, std::string_view needle, size_t from) {
-  if (from >= hay.size()) return std::string_view::npos;
-  const void* p = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
-  return p == nullptr ? std::string_view::npos
-                      : static_cast<size_t>(static_cast<const char*>(p) - hay.data());
+  return internal::FindIn(hay, needle, from);
 }
 
 std::string_view RTrim(std::string_view s) {
@@ -180,6 +179,42 @@ void FindLegacy(std::string_view line, std::vector<Record>* out) {
   out->push_back(r);
 }
 
+// The common case: the line starts with "host:pid:tid [dev] NCCL INFO ". Parsed forwards in one
+// pass; returns the message start or npos (then the general search runs).
+size_t ForwardInfoPrefix(std::string_view line, Record* r) {
+  const size_t n = line.size();
+  size_t i = 0;
+  while (i < n && i < kMaxHost && line[i] != ':' && !IsSpace(line[i]) && line[i] != '|') ++i;
+  if (i == 0 || i >= n || line[i] != ':') return std::string_view::npos;
+  size_t host_end = i++;
+  uint64_t pid = 0, tid = 0, dev = 0;
+  size_t b = i;
+  while (i < n && IsDigit(line[i]) && i - b < 10)
+    pid = pid * 10 + static_cast<uint64_t>(line[i++] - '0');
+  if (i == b || i >= n || line[i] != ':') return std::string_view::npos;
+  size_t pid_end = i++;
+  b = i;
+  while (i < n && IsDigit(line[i]) && i - b < 10)
+    tid = tid * 10 + static_cast<uint64_t>(line[i++] - '0');
+  if (i == b || i + 1 >= n || line[i] != ' ' || line[i + 1] != '[') return std::string_view::npos;
+  i += 2;
+  b = i;
+  while (i < n && IsDigit(line[i]) && i - b < 7)
+    dev = dev * 10 + static_cast<uint64_t>(line[i++] - '0');
+  if (i == b || i + 1 >= n || line[i] != ']' || line[i + 1] != ' ') return std::string_view::npos;
+  i += 2;
+  if (n - i < 9 || memcmp(line.data() + i, "NCCL INFO", 9) != 0) return std::string_view::npos;
+  if (n - i > 9 && line[i + 9] != ' ') return std::string_view::npos;
+  if (pid > UINT32_MAX || tid > UINT32_MAX) return std::string_view::npos;
+  r->host = line.substr(0, host_end);
+  r->proc_key = line.substr(0, pid_end);
+  r->pid = static_cast<uint32_t>(pid);
+  r->tid = static_cast<uint32_t>(tid);
+  r->dev = static_cast<int>(dev);
+  r->level = Level::kInfo;
+  return i + 9 + (n - i > 9 ? 1 : 0);
+}
+
 }  // namespace
 
 bool MaybeNcclLine(std::string_view line) {
@@ -191,7 +226,18 @@ bool MaybeNcclLine(std::string_view line) {
 size_t FindRecords(std::string_view line, std::vector<Record>* out) {
   out->clear();
   size_t floor = 0;
-  size_t at = Find(line, "NCCL ", 0);
+  size_t at = 0;
+  {
+    Record r;
+    size_t msg = ForwardInfoPrefix(line, &r);
+    if (msg != std::string_view::npos) {
+      Finish(line, 0, msg, &r);
+      out->push_back(r);
+      floor = msg;
+      at = msg;
+    }
+  }
+  at = Find(line, "NCCL ", at);
   while (at != std::string_view::npos) {
     size_t word = at + 5;
     Record r;

@@ -3,6 +3,7 @@
 // Internal to efawatch_nccl: the mutable state behind Analyzer, shared by analyzer.cc (feeding)
 // and snapshot.cc (deriving the report). Not a public header.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -141,6 +142,10 @@ struct SourceState {
   std::unique_ptr<PartialJoiner> joiner;
 };
 
+struct PidSlot {
+  ProcState* proc = nullptr;
+};
+
 struct State {
   explicit State(AnalyzerOptions o) : options(o) {}
 
@@ -156,6 +161,7 @@ struct State {
   std::deque<std::string> proc_order;  // insertion order, for eviction
   std::string last_key;
   ProcState* last_proc = nullptr;
+  std::array<PidSlot, 1024> pid_cache{};
 
   std::vector<Record> records;  // reused per line
   std::string scratch;

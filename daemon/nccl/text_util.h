@@ -11,15 +11,40 @@
 
 namespace efawatch::nccl::internal {
 
-inline bool StartsWith(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
+// Byte loops instead of memcmp: the operands are a few bytes long and a libc call per
+// comparison showed up as the top item of the profile.
+inline bool SameBytes(const char* a, const char* b, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
 }
 
+inline bool StartsWith(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && SameBytes(s.data(), p.data(), p.size());
+}
+
+// Substring search: memchr (SIMD in glibc) on the needle's first non-space byte, then a compare.
+// Several times faster than glibc memmem for the short needles used here.
 inline size_t FindIn(std::string_view hay, std::string_view needle, size_t from = 0) {
-  if (from >= hay.size() || needle.empty()) return std::string_view::npos;
-  const void* p = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
-  return p == nullptr ? std::string_view::npos
-                      : static_cast<size_t>(static_cast<const char*>(p) - hay.data());
+  if (needle.empty() || from >= hay.size() || hay.size() - from < needle.size()) {
+    return std::string_view::npos;
+  }
+  size_t k = 0;
+  while (k + 1 < needle.size() && needle[k] == ' ') ++k;
+  const char* base = hay.data();
+  const char* end = base + hay.size() - (needle.size() - 1 - k);  // last position for needle[k]
+  const char* p = base + from + k;
+  while (p < end) {
+    p = static_cast<const char*>(memchr(p, needle[k], static_cast<size_t>(end - p)));
+    if (p == nullptr) return std::string_view::npos;
+    const char* start = p - k;
+    if (SameBytes(start, needle.data(), needle.size())) {
+      return static_cast<size_t>(start - base);
+    }
+    ++p;
+  }
+  return std::string_view::npos;
 }
 
 inline bool Contains(std::string_view hay, std::string_view needle) {
@@ -65,12 +90,24 @@ struct IfItem {
   std::string_view addr;
 };
 
+// Fixed capacity: NCCL lists at most MAX_IFS = 16 interfaces (src/include/socket.h).
+struct IfList {
+  IfItem items[16];
+  size_t size = 0;
+  bool empty() const { return size == 0; }
+  const IfItem* begin() const { return items; }
+  const IfItem* end() const { return items + size; }
+  const IfItem& operator[](size_t i) const { return items[i]; }
+  void push_back(IfItem item) { items[size++] = item; }
+};
+
 // Parses the interface lists NCCL prints after "Bootstrap : Using", "NET/Socket : Using",
 // "NET : Using interface": " [0]eth0:10.0.0.2<0> [1]lo:127.0.0.1<0>" or " eth0:10.0.0.2<0>".
-inline std::vector<IfItem> ParseIfList(std::string_view s, size_t max_items = 16) {
-  std::vector<IfItem> out;
+inline IfList ParseIfList(std::string_view s, size_t max_items = 16) {
+  IfList out;
+  if (max_items > 16) max_items = 16;
   size_t pos = 0;
-  while (out.size() < max_items) {
+  while (out.size < max_items) {
     std::string_view tok = NextToken(s, &pos);
     if (tok.empty()) break;
     if (tok[0] == '[') {
