@@ -512,5 +512,12 @@ TEST(AnalyzerTest, RendersJson) {
   EXPECT_EQ(s["lines"], 5);
 }
 
+TEST(AnalyzerTest, JsonSurvivesInvalidUtf8) {
+  Report r = Analyze(
+      {"h\xff:1:2 [0] misc/x.cc:1 NCCL WARN bad \xc3\x28 \xed\xa0\x80 \xf4\x90\x80\x80 end"});
+  std::string out = ReportToJson(r).dump();
+  EXPECT_NE(out.find("bad \xEF\xBF\xBD("), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace efawatch::nccl
