@@ -453,11 +453,11 @@ std::string Verdict(const Report& r, const Summary& s) {
     std::string t;
     if (s.ranks > 0) t += std::to_string(s.ranks) + " ranks";
     if (s.nodes > 0) t += (t.empty() ? "" : " on ") + std::to_string(s.nodes) + " nodes";
-    return t.empty() ? std::string("the job") : t;
+    return t.empty() ? std::string("the job uses") : t + " use";
   };
   for (const Finding& f : r.findings) {
     if (f.kind == kTcpFallback && f.severity == Severity::kCritical) {
-      return "TCP FALLBACK: " + nodes_text() + " use " +
+      return "TCP FALLBACK: " + nodes_text() + " " +
              (s.network_family == "OFI" ? "the OFI provider '" + s.ofi_provider + "' (TCP)"
                                         : std::string("NET/Socket")) +
              " for inter-node traffic instead of EFA/IB RDMA";
@@ -465,7 +465,7 @@ std::string Verdict(const Report& r, const Summary& s) {
   }
   for (const Finding& f : r.findings) {
     if (f.kind == kLoopbackMisuse && f.severity == Severity::kCritical) {
-      return "LOOPBACK: " + nodes_text() + " bootstrap or send over the loopback interface";
+      return "LOOPBACK: " + nodes_text() + " the loopback interface between nodes";
     }
   }
   for (const Finding& f : r.findings) {
@@ -490,6 +490,8 @@ std::string Verdict(const Report& r, const Summary& s) {
   }
   if (s.tcp_fallback) return "TCP (DELIBERATE): " + where + "; warnings: " + warnings;
   if (!warnings.empty()) return "WARNING: " + where + "; " + warnings;
+  // Without transport evidence there is nothing to call OK.
+  if (s.inter_node_transport == "unknown") return "UNKNOWN: " + where;
   return "OK: " + where;
 }
 
