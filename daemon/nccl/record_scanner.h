@@ -25,8 +25,9 @@ struct Record {
   std::string_view full;      // from the prefix to the end of the message
 };
 
-// Cheap pre-filter (three substring searches): false means the line certainly holds no NCCL record, banner
-// or NCCL_* setting, so a caller may skip it (the daemon uses it to ignore pods without NCCL).
+// Cheap pre-filter (three substring searches): false means the line certainly holds no NCCL record,
+// banner or NCCL_* setting, so a caller may skip it (the daemon uses it to ignore pods without
+// NCCL).
 bool MaybeNcclLine(std::string_view line);
 
 // Clears `out`, appends every record of `line` in order (a terminal copy can join several onto

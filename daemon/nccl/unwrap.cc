@@ -238,7 +238,7 @@ bool ParseDockerJson(std::string_view line, std::string* text, bool* partial) {
 }
 
 std::string_view CleanLine(std::string_view line, std::string* scratch) {
-  if (memchr(line.data(), '\x1b', line.size()) != nullptr) {
+  if (!line.empty() && memchr(line.data(), '\x1b', line.size()) != nullptr) {
     RemoveAnsi(line, scratch);
     line = *scratch;
   }
