@@ -380,7 +380,11 @@ void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder*
   bool external_loaded = p.plugin_loaded && !p.plugin_init_failed;
   if (p.plugin_init_failed) {
     b->Add(kNetPluginMissing, Severity::kWarning, &p,
-           "the network plugin " + (p.failed_plugin.empty() ? p.plugin_name : p.failed_plugin) +
+           "the network plugin " +
+               (!p.failed_plugin.empty() ? p.failed_plugin
+                : !p.plugin_name.empty() ? p.plugin_name
+                : p.ofi_seen             ? std::string("aws-ofi-nccl")
+                                         : std::string("(unnamed)")) +
                " failed to initialize; NCCL falls back to an internal transport",
            p.plugin_failures.count, p.plugin_failures.first);
   } else if (!external_loaded && (p.plugin_abi_mismatch || p.plugin_not_found)) {
