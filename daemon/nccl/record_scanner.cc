@@ -19,6 +19,12 @@ size_t Find(std::string_view hay, std::string_view needle, size_t from) {
   return internal::FindIn(hay, needle, from);
 }
 
+// "NCCL " searched on its 'L': messages are full of 'N' ("NET/...", "NCCL_...") but rarely
+// hold an upper-case L.
+size_t FindMarker(std::string_view line, size_t from) {
+  return internal::FindIn(line, "NCCL ", from, 3);
+}
+
 std::string_view RTrim(std::string_view s) {
   while (!s.empty() && (IsSpace(s.back()) || s.back() == '|' || s.back() == '\r')) {
     s.remove_suffix(1);
@@ -237,7 +243,7 @@ size_t FindRecords(std::string_view line, std::vector<Record>* out) {
       at = msg;
     }
   }
-  at = Find(line, "NCCL ", at);
+  at = FindMarker(line, at);
   while (at != std::string_view::npos) {
     size_t word = at + 5;
     Record r;
@@ -259,11 +265,11 @@ size_t FindRecords(std::string_view line, std::vector<Record>* out) {
         Finish(line, start, msg_start, &r);
         AddUnique(out, r);
         floor = msg_start;
-        at = Find(line, "NCCL ", msg_start);
+        at = FindMarker(line, msg_start);
         continue;
       }
     }
-    at = Find(line, "NCCL ", at + 5);
+    at = FindMarker(line, at + 5);
   }
   if (!out->empty()) {
     // The last record runs to the end of the line.

@@ -26,12 +26,19 @@ inline bool StartsWith(std::string_view s, std::string_view p) {
 
 // Substring search: memchr (SIMD in glibc) on the needle's first non-space byte, then a compare.
 // Several times faster than glibc memmem for the short needles used here.
-inline size_t FindIn(std::string_view hay, std::string_view needle, size_t from = 0) {
+// `anchor` picks the needle byte handed to memchr (default: the first non-space one); a rare
+// byte means fewer false starts.
+inline size_t FindIn(std::string_view hay, std::string_view needle, size_t from = 0,
+                     size_t anchor = std::string_view::npos) {
   if (needle.empty() || from >= hay.size() || hay.size() - from < needle.size()) {
     return std::string_view::npos;
   }
   size_t k = 0;
-  while (k + 1 < needle.size() && needle[k] == ' ') ++k;
+  if (anchor < needle.size()) {
+    k = anchor;
+  } else {
+    while (k + 1 < needle.size() && needle[k] == ' ') ++k;
+  }
   const char* base = hay.data();
   const char* end = base + hay.size() - (needle.size() - 1 - k);  // last position for needle[k]
   const char* p = base + from + k;
