@@ -743,6 +743,17 @@ uint32_t SourceIndex(State* st, std::string_view name) {
 
 }  // namespace
 
+namespace internal {
+
+uint32_t SourceIndexFor(State* st, std::string_view name) { return SourceIndex(st, name); }
+
+void AddSettingTo(std::vector<std::pair<std::string, std::string>>* settings, size_t cap,
+                  std::string_view name, std::string_view value) {
+  AddSetting(settings, cap, name, value);
+}
+
+}  // namespace internal
+
 Analyzer::Analyzer(AnalyzerOptions options) : state_(std::make_unique<State>(options)) {
   if (state_->options.max_processes == 0) state_->options.max_processes = 1;
   if (state_->options.max_comms_per_process == 0) state_->options.max_comms_per_process = 1;
@@ -753,6 +764,8 @@ Analyzer::Analyzer(AnalyzerOptions options) : state_(std::make_unique<State>(opt
 Analyzer::~Analyzer() = default;
 
 const Counters& Analyzer::counters() const { return state_->counters; }
+
+const AnalyzerOptions& Analyzer::options() const { return state_->options; }
 
 void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view raw_line) {
   State* st = state_.get();

@@ -55,6 +55,14 @@ class Analyzer {
   Report Snapshot() const;
 
   const Counters& counters() const;
+  const AnalyzerOptions& options() const;
+
+  // Adds the state of `later`, an analyzer (same options) that was fed the lines that directly
+  // follow the ones fed to this one, e.g. the second half of a file analyzed on another thread.
+  // `line_offset` is added to `later`'s line numbers (its first line is line_offset + 1).
+  // Equivalent to feeding both parts in order, except for a runtime-split (CRI "P") record or
+  // a communicator's channel lines that straddle the cut.
+  void Merge(Analyzer&& later, uint64_t line_offset);
 
  private:
   std::unique_ptr<internal::State> state_;

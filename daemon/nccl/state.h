@@ -168,4 +168,9 @@ struct State {
   std::string json_text;
 };
 
+// Shared by analyzer.cc and merge.cc.
+uint32_t SourceIndexFor(State* st, std::string_view name);
+void AddSettingTo(std::vector<std::pair<std::string, std::string>>* settings, size_t cap,
+                  std::string_view name, std::string_view value);
+
 }  // namespace efawatch::nccl::internal
