@@ -12,6 +12,8 @@
 #include "daemon/efa/efa_monitor.h"
 #include "daemon/efa/instance_types.h"
 #include "daemon/export/prometheus_edge.h"
+#include "daemon/logs/pod_analysis.h"
+#include "daemon/logs/tailer.h"
 #include "daemon/rpc/grpc_edge.h"
 #include "efawatch/version.h"
 #include "spdlog/spdlog.h"
@@ -54,6 +56,28 @@ absl::Status App::Start() {
   process_collector_ = std::make_unique<common::ProcessCollector>();
   findings_collector_ = std::make_unique<common::FindingsCollector>(findings_);
 
+  std::error_code ec;
+  if (!std::filesystem::is_directory(config_.paths.pod_log_root, ec)) {
+    spdlog::warn("pod log root {} does not exist: no pod logs to analyze until it does",
+                 config_.paths.pod_log_root.string());
+  } else {
+    spdlog::info("log analysis: pod log root {}", config_.paths.pod_log_root.string());
+  }
+  logs::TailerOptions topts;
+  topts.pod_log_root = config_.paths.pod_log_root;
+  topts.max_files = config_.max_log_files;
+  std::filesystem::create_directories(config_.state_dir, ec);
+  if (std::filesystem::is_directory(config_.state_dir, ec)) {
+    topts.state_file = config_.state_dir / "logs-checkpoint.json";
+  } else {
+    spdlog::warn("state dir {} is not usable: log offsets will not survive a restart",
+                 config_.state_dir.string());
+  }
+  logs::PodAnalysisOptions popts;
+  popts.grace_period = config_.pod_grace_period;
+  pods_ = std::make_unique<logs::PodAnalysis>(popts, clock_, &findings_, nullptr);
+  tailer_ = std::make_unique<logs::Tailer>(topts, pods_.get(), clock_);
+  pods_->set_tailer_counters(&tailer_->counters());
   efa::EfaMonitorOptions eopts;
   eopts.sysfs_root = config_.paths.sysfs;
   eopts.procfs_root = config_.paths.procfs;
@@ -65,9 +89,9 @@ absl::Status App::Start() {
   eopts.health.expected_devices = config_.efa_expected_devices > 0
                                       ? config_.efa_expected_devices
                                       : efa::ExpectedEfaDevices(config_.instance_type);
-  // TODO(#4): wire nccl_active to the live log analyzer; until then the log-free fallback rule
-  // has no NCCL activity signal and stays silent.
-  efa_ = std::make_unique<efa::EfaMonitor>(eopts, clock_, &findings_, nullptr, nullptr);
+  // The EFA fallback rule needs to know whether NCCL jobs run here: the log analysis says.
+  efa_ = std::make_unique<efa::EfaMonitor>(
+      eopts, clock_, &findings_, [this] { return pods_->NcclActive(); }, nullptr);
   efa_->EvaluateOnce();
   if (efa_->efa_devices() == 0) {
     spdlog::info("EFA: absent (no EFA devices under {}/class/infiniband)",
@@ -79,15 +103,6 @@ absl::Status App::Start() {
                      ? fmt::format(", {} expected", eopts.health.expected_devices)
                      : "");
   }
-  efa_->Start();
-
-  std::error_code ec;
-  if (!std::filesystem::is_directory(config_.paths.pod_log_root, ec)) {
-    spdlog::warn("pod log root {} does not exist: no pod logs to analyze until it does",
-                 config_.paths.pod_log_root.string());
-  } else {
-    spdlog::info("log analysis: pod log root {}", config_.paths.pod_log_root.string());
-  }
 
   exporter::PrometheusEdgeOptions mopts;
   mopts.listen = config_.metrics_listen;
@@ -95,8 +110,8 @@ absl::Status App::Start() {
   mopts.start_time = start_time_;
   mopts.collector_budget = config_.collector_budget;
   auto metrics = exporter::PrometheusEdge::Create(
-      mopts, {process_collector_.get(), efa_.get(), findings_collector_.get()}, &collector_status_,
-      clock_);
+      mopts, {process_collector_.get(), efa_.get(), pods_.get(), findings_collector_.get()},
+      &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
 
@@ -116,7 +131,9 @@ absl::Status App::Start() {
       return st;
     }
   }
-  return absl::OkStatus();
+  // Background work starts once both edges are bound: a bad configuration exits before any.
+  efa_->Start();
+  return tailer_->Start();
 }
 
 void App::Stop() {
@@ -129,7 +146,10 @@ void App::Stop() {
   if (grpc_) grpc_->Shutdown();
   spdlog::debug("gRPC edge stopped");
   metrics_stop.join();
+  if (tailer_) tailer_->Stop();  // writes the last checkpoint
   efa_.reset();
+  tailer_.reset();
+  pods_.reset();
 }
 
 App::~App() { Stop(); }

@@ -20,6 +20,10 @@ class GrpcEdge;
 namespace efa {
 class EfaMonitor;
 }
+namespace logs {
+class Tailer;
+class PodAnalysis;
+}
 namespace common {
 class ProcessCollector;
 class FindingsCollector;
@@ -53,6 +57,8 @@ class App final : public rpc::AgentHandler {
   mutable common::FindingsBoard findings_;
   std::unique_ptr<common::ProcessCollector> process_collector_;
   std::unique_ptr<common::FindingsCollector> findings_collector_;
+  std::unique_ptr<logs::PodAnalysis> pods_;
+  std::unique_ptr<logs::Tailer> tailer_;
   std::unique_ptr<efa::EfaMonitor> efa_;
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;

@@ -28,6 +28,31 @@ struct Tailer::Tracked {
   }
 };
 
+namespace {
+// Enough bytes to tell a copytruncate-and-rewrite apart from the file we left: log lines carry
+// timestamps, so 64 bytes before the offset differ once the file was rewritten.
+constexpr uint64_t kTailBytes = 64;
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+}  // namespace
+
+std::string Tailer::TailAt(int fd, uint64_t offset) {
+  const uint64_t start = offset > kTailBytes ? offset - kTailBytes : 0;
+  std::string buf(offset - start, '\0');
+  const ssize_t n = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(start));
+  if (n < 0) return {};
+  buf.resize(static_cast<size_t>(n));
+  return Hex(buf);
+}
+
 Tailer::Tailer(TailerOptions options, LineSink* sink, const common::Clock& clock)
     : options_(std::move(options)), sink_(sink), clock_(clock) {
   std::error_code ec;
@@ -89,6 +114,7 @@ void Tailer::Run(std::stop_token stop) {
 void Tailer::PollOnce() {
   Scan();
   for (auto& [path, t] : tracked_) ReadFile(*t, false);
+  sink_->OnPassComplete();
   if (!options_.state_file.empty() && clock_.Now() >= next_checkpoint_) {
     WriteCheckpoint();
     next_checkpoint_ = clock_.Now() + options_.checkpoint_interval;
@@ -206,10 +232,16 @@ void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {
   t->ino = st.st_ino;
   if (allow_resume) {
     if (auto r = resume_.find(key); r != resume_.end()) {
-      if (r->second.dev == t->dev && r->second.ino == t->ino &&
-          r->second.offset <= static_cast<uint64_t>(st.st_size)) {
-        t->offset = r->second.offset;
+      if (r->second.dev == t->dev && r->second.ino == t->ino) {
+        // Same file. If it was truncated and rewritten while we were down (copytruncate), the
+        // bytes before our offset changed: start again from the top.
         t->line_no = r->second.line_no;
+        if (r->second.offset <= static_cast<uint64_t>(st.st_size) &&
+            TailAt(fd, r->second.offset) == r->second.tail) {
+          t->offset = r->second.offset;
+        } else {
+          ++counters_.truncations;
+        }
       } else {
         // Rotated while we were down: the old file may still be beside the new one under its
         // rotated name; finish it from the checkpointed offset first.
@@ -288,18 +320,21 @@ void Tailer::WriteCheckpoint() {
   // The offset saved is that of the last complete line delivered, so a partial line is read
   // again, whole, after a restart.
   for (const auto& [path, t] : tracked_) {
+    const uint64_t offset = t->offset - t->partial.size();
     j["files"].push_back({{"path", path},
                           {"dev", t->dev},
                           {"ino", t->ino},
-                          {"offset", t->offset - t->partial.size()},
-                          {"line_no", t->line_no}});
+                          {"offset", offset},
+                          {"line_no", t->line_no},
+                          {"tail", TailAt(t->fd, offset)}});
   }
   for (const auto& [path, r] : resume_) {  // not yet seen again: keep for later
     j["files"].push_back({{"path", path},
                           {"dev", r.dev},
                           {"ino", r.ino},
                           {"offset", r.offset},
-                          {"line_no", r.line_no}});
+                          {"line_no", r.line_no},
+                          {"tail", r.tail}});
   }
   j["counters"] = {{"bytes_read", counters_.bytes_read.load()},
                    {"lines_read", counters_.lines_read.load()},
@@ -343,6 +378,7 @@ void Tailer::LoadCheckpoint() {
     r.ino = f.value("ino", uint64_t{0});
     r.offset = f.value("offset", uint64_t{0});
     r.line_no = f.value("line_no", uint64_t{0});
+    r.tail = f.value("tail", std::string());
     resume_[f.value("path", std::string())] = r;
   }
   const auto c = j.value("counters", nlohmann::json::object());

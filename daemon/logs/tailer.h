@@ -31,6 +31,8 @@ class LineSink {
   virtual void OnLine(const LogSource& source, uint64_t line_no, std::string_view line) = 0;
   /// The source's file and directory are gone (pod deleted).
   virtual void OnSourceGone(const LogSource& source) = 0;
+  /// After each pass over all files: a good moment to publish what the lines changed.
+  virtual void OnPassComplete() {}
   virtual std::string Checkpoint() const { return {}; }
   virtual void Restore(std::string_view /*state*/) {}
 };
@@ -98,7 +100,10 @@ class Tailer {
   std::map<std::string, std::unique_ptr<Tracked>> tracked_;  // by live path
   struct Resume {
     uint64_t dev = 0, ino = 0, offset = 0, line_no = 0;
+    std::string tail;  // the bytes just before `offset`, to recognise a rewritten file
   };
+  /// Up to kTailBytes bytes of `fd` ending at `offset`.
+  static std::string TailAt(int fd, uint64_t offset);
   std::map<std::string, Resume> resume_;  // from the checkpoint, by path
   std::filesystem::path canonical_root_;
   std::chrono::steady_clock::time_point next_checkpoint_{};
