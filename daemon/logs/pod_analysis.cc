@@ -39,6 +39,9 @@ PodAnalysis::PodAnalysis(PodAnalysisOptions options, const common::Clock& clock,
     : options_(std::move(options)), clock_(clock), board_(board), tailer_(tailer) {}
 
 PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
+  // Lines arrive in runs from one file: the tailer's LogSource object is stable while the file
+  // is followed, so its address finds the container without building a key per line.
+  if (&source == last_source_ && last_path_ == &source.path && last_ != nullptr) return *last_;
   const std::string key = source.Key();
   auto it = containers_.find(key);
   if (it == containers_.end()) {
@@ -48,6 +51,7 @@ PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
         if (i->second.last_write < oldest->second.last_write) oldest = i;
       }
       containers_.erase(oldest);
+      last_ = nullptr;
       ++evicted_;
     }
     it = containers_.emplace(key, Container{}).first;
@@ -71,13 +75,15 @@ PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
     o.group_by_source = true;
     c.analyzer = std::make_unique<nccl::Analyzer>(o);
   }
+  last_source_ = &source;
+  last_path_ = &source.path;
+  last_ = &c;
   return c;
 }
 
 void PodAnalysis::OnLine(const LogSource& source, uint64_t line_no, std::string_view line) {
   Container& c = Get(source);
   ++c.lines;
-  c.last_write = clock_.Now();
   c.gone = false;
   c.dirty = true;
   if (!nccl::MaybeNcclLine(line) && !IsCriPartial(line)) return;
@@ -85,6 +91,7 @@ void PodAnalysis::OnLine(const LogSource& source, uint64_t line_no, std::string_
 }
 
 void PodAnalysis::OnSourceGone(const LogSource& source) {
+  last_ = nullptr;  // the tailer is about to drop this LogSource
   auto it = containers_.find(source.Key());
   if (it == containers_.end()) return;
   it->second.gone = true;
@@ -156,10 +163,15 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
 
 void PodAnalysis::OnPassComplete() {
   const auto now = clock_.Now();
+  last_ = nullptr;  // the tailer may free or reuse its LogSource objects between passes
+  for (auto& [key, c] : containers_) {
+    if (c.dirty) c.last_write = now;
+  }
   bool changed = false;
   for (auto it = containers_.begin(); it != containers_.end();) {
     Container& c = it->second;
     if (c.gone && now - c.gone_at >= options_.grace_period) {
+      last_ = nullptr;
       it = containers_.erase(it);
       changed = true;
       continue;

@@ -94,6 +94,9 @@ class PodAnalysis final : public LineSink, public common::Collector {
   const TailerCounters* tailer_ = nullptr;
   std::map<std::string, Container> containers_;  // tailer thread only
   uint64_t evicted_ = 0;
+  const LogSource* last_source_ = nullptr;  // OnLine's cache; see Get()
+  const std::filesystem::path* last_path_ = nullptr;
+  Container* last_ = nullptr;
 
   mutable std::mutex mu_;  // guards the fields below
   std::map<std::string, ContainerVerdict> verdicts_;

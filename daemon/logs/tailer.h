@@ -84,6 +84,7 @@ class Tailer {
  private:
   struct Tracked;
   void Run(std::stop_token stop);
+  void Pass(bool scan);
   void Scan();
   void ReadFile(Tracked& t, bool to_eof);
   void Deliver(Tracked& t, std::string_view data);
@@ -109,6 +110,7 @@ class Tailer {
   std::chrono::steady_clock::time_point next_checkpoint_{};
   int inotify_fd_ = -1;
   std::map<int, std::filesystem::path> watches_;
+  std::set<std::string> watched_;   // directories with an inotify watch
   std::set<std::string> refused_;   // reported once each
   std::set<std::string> over_cap_;  // counted once each
   std::mutex run_mu_;               // PollOnce vs the thread
