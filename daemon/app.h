@@ -23,7 +23,7 @@ class EfaMonitor;
 namespace logs {
 class Tailer;
 class PodAnalysis;
-}
+}  // namespace logs
 namespace common {
 class ProcessCollector;
 class FindingsCollector;
