@@ -39,6 +39,15 @@ void PrintText(const v1::NodeHealth& h, std::ostream& out) {
     if (!c.last_error().empty()) out << "  " << c.last_error();
     out << "\n";
   }
+  out << "nccl pods: " << (h.pods().empty() ? "none" : "") << "\n";
+  for (const auto& p : h.pods()) {
+    out << "  " << p.namespace_() << "/" << p.pod() << "/" << p.container() << "  "
+        << (p.tcp_fallback()      ? "TCP FALLBACK"
+            : p.loopback_misuse() ? "LOOPBACK"
+                                  : "ok")
+        << "  " << p.transport() << (p.ofi_provider().empty() ? "" : " (" + p.ofi_provider() + ")")
+        << "  NCCL " << p.nccl_version() << "\n";
+  }
   out << "findings: " << (h.findings().empty() ? "none" : "") << "\n";
   for (const auto& f : h.findings()) {
     out << "  [" << SeverityText(f.severity()) << "] " << f.kind() << " " << f.subject() << ": "

@@ -166,6 +166,14 @@ common::NodeHealth App::GetNodeHealth() const {
   h.collectors = collector_status_.Snapshot();
   h.findings = *findings_.Snapshot();
   h.efa_devices = efa_ ? efa_->efa_devices() : 0;
+  if (pods_) {
+    for (const auto& v : pods_->Verdicts()) {
+      if (v.nccl_lines == 0 || v.gone) continue;
+      h.pods.push_back({v.source.namespace_name, v.source.pod, v.source.container, v.tcp_fallback,
+                        v.loopback_misuse, v.net_plugin_missing, v.gdr_disabled, v.network,
+                        v.transport, v.ofi_provider, v.nccl_version, v.processes, v.communicators});
+    }
+  }
   return h;
 }
 

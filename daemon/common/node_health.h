@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,15 @@
 #include "daemon/common/finding.h"
 
 namespace efawatch::common {
+
+/// The NCCL verdict of one container (daemon/logs), as the gRPC edge shows it.
+struct PodVerdict {
+  std::string namespace_name, pod, container;
+  bool tcp_fallback = false, loopback_misuse = false, net_plugin_missing = false,
+       gdr_disabled = false;
+  std::string network, transport, ofi_provider, nccl_version;
+  uint64_t processes = 0, communicators = 0;
+};
 
 /// What the agent knows about its node at one moment; an immutable value the gRPC edge renders.
 struct NodeHealth {
@@ -19,6 +29,7 @@ struct NodeHealth {
   std::vector<Finding> findings;
   std::string fabric_provider;
   unsigned efa_devices = 0;
+  std::vector<PodVerdict> pods;
 };
 
 }  // namespace efawatch::common

@@ -153,6 +153,7 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
                                 {&v.nccl_version, &o.nccl_version}}) {
       if (mine->empty() || *mine == "unknown") *mine = *theirs;
     }
+    findings->insert(findings->end(), c.restored_findings.begin(), c.restored_findings.end());
     v.processes = std::max(v.processes, o.processes);
     v.communicators = std::max(v.communicators, o.communicators);
     v.warnings += o.warnings;
@@ -208,6 +209,16 @@ std::string PodAnalysis::Checkpoint() const {
     auto v = verdicts_.find(key);
     if (v == verdicts_.end()) continue;
     const ContainerVerdict& x = v->second;
+    nlohmann::json findings = nlohmann::json::array();
+    for (const auto& f : c.findings) {
+      findings.push_back({{"kind", f.kind},
+                          {"severity", static_cast<int>(f.severity)},
+                          {"subject", f.subject},
+                          {"message", f.message},
+                          {"file", f.evidence.source},
+                          {"line", f.evidence.line},
+                          {"text", f.evidence.text}});
+    }
     j.push_back({{"key", key},
                  {"path", c.source.path.string()},
                  {"namespace", c.source.namespace_name},
@@ -228,7 +239,8 @@ std::string PodAnalysis::Checkpoint() const {
                  {"processes", x.processes},
                  {"communicators", x.communicators},
                  {"warnings", x.warnings},
-                 {"errors", x.errors}});
+                 {"errors", x.errors},
+                 {"findings", findings}});
   }
   return j.dump();
 }
@@ -261,6 +273,17 @@ void PodAnalysis::Restore(std::string_view state) {
     v.communicators = e.value("communicators", uint64_t{0});
     v.warnings = e.value("warnings", uint64_t{0});
     v.errors = e.value("errors", uint64_t{0});
+    for (const auto& f : e.value("findings", nlohmann::json::array())) {
+      common::Finding cf;
+      cf.kind = f.value("kind", std::string());
+      cf.severity = static_cast<common::Severity>(f.value("severity", 1));
+      cf.subject = f.value("subject", std::string());
+      cf.message = f.value("message", std::string());
+      cf.evidence.source = f.value("file", std::string());
+      cf.evidence.line = f.value("line", uint64_t{0});
+      cf.evidence.text = f.value("text", std::string());
+      c.restored_findings.push_back(std::move(cf));
+    }
     c.has_restored = true;
     c.last_write = clock_.Now();
     containers_[e.value("key", std::string())] = std::move(c);

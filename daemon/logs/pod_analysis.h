@@ -74,6 +74,7 @@ class PodAnalysis final : public LineSink, public common::Collector {
     LogSource source;
     std::unique_ptr<nccl::Analyzer> analyzer;
     ContainerVerdict restored;  // from the checkpoint, until this run shows its own evidence
+    std::vector<common::Finding> restored_findings;
     bool has_restored = false;
     uint64_t lines = 0;
     uint64_t nccl_lines_before = 0;  // counted by earlier runs' analyzers

@@ -62,6 +62,22 @@ void Fill(const common::NodeHealth& h, v1::NodeHealth* out) {
   for (const auto& f : h.findings) FillFinding(f, out->add_findings());
   out->set_fabric_provider(h.fabric_provider);
   out->set_efa_devices(h.efa_devices);
+  for (const auto& p : h.pods) {
+    auto* pv = out->add_pods();
+    pv->set_namespace_(p.namespace_name);
+    pv->set_pod(p.pod);
+    pv->set_container(p.container);
+    pv->set_tcp_fallback(p.tcp_fallback);
+    pv->set_loopback_misuse(p.loopback_misuse);
+    pv->set_net_plugin_missing(p.net_plugin_missing);
+    pv->set_gdr_disabled(p.gdr_disabled);
+    pv->set_network(p.network);
+    pv->set_transport(p.transport);
+    pv->set_ofi_provider(p.ofi_provider);
+    pv->set_nccl_version(p.nccl_version);
+    pv->set_processes(p.processes);
+    pv->set_communicators(p.communicators);
+  }
 }
 
 // gRPC's own log lines (multi-line error trees on a failed bind, for one) go to our logger at

@@ -56,11 +56,14 @@ class Agent {
         "--pod-log-root=" + dir.File("pods"), "--state-dir=" + dir.File("state"),
         "--sysfs-root=" + dir.File("nosys"), "--pod-grace-period-seconds=2"});
     const auto deadline = std::chrono::steady_clock::now() + 15s;
-    const std::regex re(R"re("metrics": (\d+))re");
+    const std::regex re(R"re("metrics": (\d+), "grpc": (\d+))re");
     while (std::chrono::steady_clock::now() < deadline && port_ == 0) {
       std::smatch m;
       const std::string text = testing::ReadFileOrEmpty(dir.File("ports.json"));
-      if (std::regex_search(text, m, re)) port_ = std::stoi(m[1]);
+      if (std::regex_search(text, m, re)) {
+        port_ = std::stoi(m[1]);
+        grpc_port_ = std::stoi(m[2]);
+      }
       std::this_thread::sleep_for(20ms);
     }
   }
@@ -79,10 +82,12 @@ class Agent {
   }
   Subprocess& proc() { return *proc_; }
   int port() const { return port_; }
+  int grpc_port() const { return grpc_port_; }
 
  private:
   std::unique_ptr<Subprocess> proc_;
   int port_ = 0;
+  int grpc_port_ = 0;
 };
 
 std::string Series(const std::string& metric, const std::string& pod) {
@@ -173,6 +178,17 @@ TEST(PodLogsTest, CountsEveryLineOnceThroughRotationTruncationDeletionAndSigkill
   EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_fallback", "fallback-0")), 1)
       << "the verdict survives the restart";
   EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_fallback", "efa-0")), 0);
+
+  // GetNodeHealth carries the per-pod verdicts and the fallback finding.
+  auto [rc, json] =
+      testing::RunCommand({testing::BinaryPath("bin/efawatch"), "status", "--agent",
+                           "127.0.0.1:" + std::to_string(agent->grpc_port()), "--format", "json"},
+                          10s);
+  ASSERT_EQ(rc, 0) << json;
+  EXPECT_THAT(json, ::testing::ContainsRegex(
+                        R"re("pod":"fallback-0","container":"main","tcp_fallback":true)re"));
+  EXPECT_THAT(json, HasSubstr(R"re("kind":"tcp_fallback")re"));
+  EXPECT_THAT(json, HasSubstr(R"re("subject":"train/fallback-0/main")re"));
 
   // A deleted pod's series go away after the grace period (2 s here).
   fs::remove_all(fs::path(dir.path()) / "pods/train_efa-0_uid-b");
