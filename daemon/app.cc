@@ -66,6 +66,7 @@ absl::Status App::Start() {
   logs::TailerOptions topts;
   topts.pod_log_root = config_.paths.pod_log_root;
   topts.max_files = config_.max_log_files;
+  topts.globs = config_.log_globs;
   std::filesystem::create_directories(config_.state_dir, ec);
   if (std::filesystem::is_directory(config_.state_dir, ec)) {
     topts.state_file = config_.state_dir / "logs-checkpoint.json";

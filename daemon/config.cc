@@ -216,6 +216,13 @@ const std::vector<Option>& Options() {
          c.max_log_files = static_cast<unsigned>(n);
          return absl::OkStatus();
        }},
+      {"log-glob", false,
+       "Comma-separated glob(3) patterns of further logs to analyze: NCCL_DEBUG_FILE outputs on "
+       "a hostPath, docker json-file logs (*-json.log).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         c.log_globs = absl::StrSplit(v, ',', absl::SkipWhitespace());
+         return absl::OkStatus();
+       }},
       {"net-interface-prefixes", false,
        "Ethernet interfaces (name prefixes) whose bytes the EFA fallback check compares.",
        [](Config& c, const std::string& v) -> absl::Status {

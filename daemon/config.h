@@ -45,6 +45,7 @@ struct Config {
   std::chrono::seconds efa_evaluate_interval{15};
   std::chrono::seconds pod_grace_period{300};
   unsigned max_log_files = 4096;
+  std::vector<std::string> log_globs;  // NCCL_DEBUG_FILE outputs, docker json logs
 };
 
 /// What parsing asks the caller to do: run, or print something and exit 0.

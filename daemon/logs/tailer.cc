@@ -1,6 +1,7 @@
 #include "daemon/logs/tailer.h"
 
 #include <fcntl.h>
+#include <glob.h>
 #include <poll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -196,6 +197,32 @@ void Tailer::Scan() {
     }
   }
 
+  for (const auto& pattern : options_.globs) {
+    glob_t g{};
+    if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        const fs::path p = g.gl_pathv[i];
+        std::error_code ec2;
+        if (fs::is_symlink(p, ec2) || !fs::is_regular_file(p, ec2)) {
+          if (fs::is_symlink(p, ec2) && refused_.insert(p.string()).second) {
+            ++counters_.files_refused;
+            spdlog::warn("not following {}: a symlink", p.string());
+          }
+          continue;
+        }
+        LogSource src;
+        src.path = p;
+        const std::string name = p.filename().string();
+        src.format = name.ends_with("-json.log") ? Format::kDockerJson : Format::kPlain;
+        src.container = name;
+        live.insert(p.string());
+        found.push_back(src);
+        WatchDir(p.parent_path());
+      }
+    }
+    ::globfree(&g);
+  }
+
   for (const auto& src : found) {
     const std::string key = src.path.string();
     auto it = tracked_.find(key);
@@ -227,7 +254,8 @@ void Tailer::Scan() {
     // Renamed away without a successor yet, or deleted: drain what is left. When the
     // container's directory is gone too, the source is gone.
     ReadFile(*it->second, true);
-    if (!fs::exists(it->second->source.path.parent_path(), ec)) {
+    const LogSource& gone = it->second->source;
+    if (!fs::exists(gone.format == Format::kCri ? gone.path.parent_path() : gone.path, ec)) {
       sink_->OnSourceGone(it->second->source);
       it = tracked_.erase(it);
     } else {

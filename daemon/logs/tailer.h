@@ -40,9 +40,12 @@ class LineSink {
 struct TailerOptions {
   std::filesystem::path pod_log_root;  // Kubernetes CRI logs
   std::filesystem::path state_file;    // checkpoint; empty: none
-  size_t max_files = 4096;             // beyond this, files are counted and not watched
-  size_t max_line_bytes = 64 * 1024;   // longer lines are cut here (and counted)
-  size_t read_chunk_bytes = 1 << 20;   // per file per pass, for fairness between files
+  /// Further files by glob(3) pattern: NCCL_DEBUG_FILE outputs on a hostPath (nccl.%h.%p) are
+  /// plain; docker json-file logs (<id>-json.log) are recognised by name. Symlinks are refused.
+  std::vector<std::string> globs;
+  size_t max_files = 4096;            // beyond this, files are counted and not watched
+  size_t max_line_bytes = 64 * 1024;  // longer lines are cut here (and counted)
+  size_t read_chunk_bytes = 1 << 20;  // per file per pass, for fairness between files
   /// Rescan and read even without inotify events (the polling fallback).
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds checkpoint_interval{5000};

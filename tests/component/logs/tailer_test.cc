@@ -181,3 +181,34 @@ TEST_F(TailerTest, ClassifiesCriPaths) {
 
 }  // namespace
 }  // namespace efawatch::logs
+
+namespace efawatch::logs {
+namespace {
+
+TEST_F(TailerTest, FollowsPlainAndDockerJsonFilesByGlobAndRefusesSymlinks) {
+  fs::create_directories(fs::path(dir_.path()) / "pods");
+  const fs::path hostpath = fs::path(dir_.path()) / "nccl";
+  fs::create_directories(hostpath / "abc123");
+  Append(hostpath / "nccl.node-a.42", "plain line\n");
+  Append(hostpath / "abc123" / "abc123-json.log", R"({"log":"x\n","stream":"stdout"})"
+                                                  "\n");
+  fs::create_symlink("/etc/hostname", hostpath / "nccl.evil.1");
+  auto opts = Options();
+  opts.globs = {(hostpath / "nccl.*").string(), (hostpath / "*" / "*-json.log").string()};
+  RecordingSink sink;
+  Tailer t(opts, &sink, clock_);
+  t.PollOnce();
+  std::sort(sink.lines.begin(), sink.lines.end());
+  ASSERT_EQ(sink.lines.size(), 2u);
+  EXPECT_THAT(sink.lines[0],
+              ::testing::EndsWith("abc123-json.log:1:{\"log\":\"x\\n\",\"stream\":\"stdout\"}"));
+  EXPECT_THAT(sink.lines[1], ::testing::EndsWith("nccl.node-a.42:1:plain line"));
+  EXPECT_EQ(t.counters().files_refused, 1u);
+  fs::remove(hostpath / "nccl.node-a.42");
+  t.PollOnce();
+  ASSERT_EQ(sink.gone.size(), 1u);
+  EXPECT_THAT(sink.gone[0], ::testing::EndsWith("nccl.node-a.42"));
+}
+
+}  // namespace
+}  // namespace efawatch::logs
