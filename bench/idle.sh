@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 bin=${EFAWATCH_BIN:-build/bin/efawatchd}
 tmp=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 "$bin" --metrics-listen=127.0.0.1:0 --grpc-listen=127.0.0.1:0 --port-file="$tmp/ports.json" \
   --pod-log-root="$tmp" --state-dir="$tmp" --log-level=warn &
 pid=$!
