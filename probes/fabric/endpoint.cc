@@ -155,10 +155,11 @@ absl::Status Endpoint::Open(const EndpointOptions& options, InfoPtr info) {
   if (ret != 0) return FiStatus("fi_domain", ret);
   domain_.reset(domain);
 
-  // Not every provider offers every wait object (efa: no FI_WAIT_FD with shm; efa dgram: none),
-  // so fall back from an fd we can poll together with a stop fd, to fi_cq_sread, to no wait.
+  // Not every provider offers an fd (efa: not with shm; efa dgram: none), so fall back to no wait
+  // object and short sleeps. fi_cq_sread (FI_WAIT_UNSPEC) is not used: on shm in 1.17 it spun at
+  // 80% of a core and did not return within its timeout.
   std::vector<fi_wait_obj> waits = {FI_WAIT_NONE};
-  if (options.blocking_wait) waits = {FI_WAIT_FD, FI_WAIT_UNSPEC, FI_WAIT_NONE};
+  if (options.blocking_wait) waits = {FI_WAIT_FD, FI_WAIT_NONE};
   for (fi_wait_obj w : waits) {
     fi_cq_attr cq_attr{};
     cq_attr.size = options.cq_size;
@@ -175,7 +176,6 @@ absl::Status Endpoint::Open(const EndpointOptions& options, InfoPtr info) {
       }
       wait_fd_ = fd;
     }
-    wait_sread_ = (w == FI_WAIT_UNSPEC);
     info_.wait_object = WaitName(w);
     cq_.reset(cq);
     break;
@@ -225,6 +225,13 @@ std::string Endpoint::Printable(std::string_view raw) const {
 }
 
 absl::StatusOr<fi_addr_t> Endpoint::Resolve(std::string_view raw) {
+  // Providers read a fixed-size address from the pointer (sockaddr, efa_ep_addr), so a length that
+  // differs from ours is garbage or another provider's address, and never reaches fi_av_insert.
+  if (raw.size() != address_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("fabric address of ", raw.size(),
+                                                   " bytes; provider ", info_.provider, " uses ",
+                                                   address_.size()));
+  }
   std::string key(raw);
   if (auto it = peers_.find(key); it != peers_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
@@ -269,12 +276,6 @@ ssize_t Endpoint::PostSend(const void* buf, size_t len, void* desc, fi_addr_t de
 
 ssize_t Endpoint::Poll(std::span<Completion> out) {
   if (out.empty()) return 0;
-  size_t n = 0;
-  while (!pending_.empty() && n < out.size()) {
-    out[n++] = pending_.back();
-    pending_.pop_back();
-  }
-  if (n > 0) return static_cast<ssize_t>(n);
   constexpr size_t kBatch = 32;
   fi_cq_msg_entry entries[kBatch];
   const ssize_t ret = fi_cq_read(cq_.get(), entries, std::min(out.size(), kBatch));
@@ -296,8 +297,8 @@ ssize_t Endpoint::Poll(std::span<Completion> out) {
   return 1;
 }
 
-void Endpoint::Wait(std::chrono::milliseconds timeout, int wake_fd) {
-  const int ms = static_cast<int>(std::max<int64_t>(timeout.count(), 0));
+void Endpoint::Wait(std::chrono::microseconds timeout, int wake_fd) {
+  const int ms = static_cast<int>(std::max<int64_t>((timeout.count() + 999) / 1000, 0));
   if (wait_fd_ >= 0) {
     // fi_trywait says whether blocking is safe: it fails when completions are queued or the
     // provider must be progressed first (manual progress), and then we return to poll.
@@ -307,14 +308,7 @@ void Endpoint::Wait(std::chrono::milliseconds timeout, int wake_fd) {
     ::poll(fds, wake_fd >= 0 ? 2 : 1, ms);
     return;
   }
-  if (wait_sread_) {
-    fi_cq_msg_entry e{};
-    const ssize_t ret = fi_cq_sread(cq_.get(), &e, 1, nullptr, ms);
-    if (ret == 1) pending_.push_back(Completion{e.op_context, e.len, e.flags, 0});
-    return;
-  }
-  // 2 ms keeps an idle loop near 500 cheap wake-ups a second on providers without wait objects.
-  std::this_thread::sleep_for(std::min(timeout, std::chrono::milliseconds(2)));
+  std::this_thread::sleep_for(timeout);
 }
 
 }  // namespace efawatch::fabric

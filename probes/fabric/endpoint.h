@@ -56,7 +56,7 @@ struct FabricInfo {
   size_t inject_size = 0;
   size_t tx_size = 0;
   size_t rx_size = 0;
-  std::string wait_object;  ///< "fd", "unspec" or "none": how Wait() blocks.
+  std::string wait_object;  ///< "fd" or "none": how Wait() blocks.
 };
 
 /// One completion read from the CQ. `context` is the fi_context2 passed to the post.
@@ -129,8 +129,9 @@ class Endpoint {
 
   /// Blocks until the CQ may have completions, `wake_fd` (if >= 0) is readable, or `timeout`
   /// passes. Spurious returns are allowed: callers Poll() afterwards. Without a wait object it
-  /// sleeps for min(timeout, 2 ms), which bounds the cost of an idle loop.
-  void Wait(std::chrono::milliseconds timeout, int wake_fd);
+  /// sleeps for `timeout`: the caller picks the trade between wake-up latency and idle cost.
+  void Wait(std::chrono::microseconds timeout, int wake_fd);
+  bool has_wait_fd() const { return wait_fd_ >= 0; }
 
  private:
   Endpoint() = default;
@@ -146,8 +147,6 @@ class Endpoint {
   std::vector<FidPtr<fid_mr>> mrs_;
   FidPtr<fid_ep> ep_;
   int wait_fd_ = -1;
-  bool wait_sread_ = false;
-  std::vector<Completion> pending_;  // Completions fi_cq_sread consumed inside Wait().
   std::string address_;
   std::string last_error_;
   size_t av_capacity_ = 0;

@@ -22,6 +22,8 @@ constexpr size_t kRxSlots = 8;
 // How long to spin for a pong before sleeping between polls: well above any healthy RTT, so
 // timing is never disturbed by a sleep, while a dead peer costs little CPU.
 constexpr auto kSpinBeforeSleep = std::chrono::milliseconds(2);
+// Sleep granularity after that: the resolution of RTTs above 2 ms (lossy or throttled links).
+constexpr auto kSleepStep = std::chrono::microseconds(100);
 
 }  // namespace
 
@@ -173,8 +175,8 @@ absl::StatusOr<PingResult> Ping(const PingOptions& options, std::stop_token stop
       if (n < 0) return FiStatus("fi_cq_read", n);
       now = clock.Now();
       if (n == 0 && now - t0 > kSpinBeforeSleep) {
-        ep.Wait(std::min(std::chrono::duration_cast<std::chrono::milliseconds>(msg_deadline - now),
-                         std::chrono::milliseconds(2)),
+        ep.Wait(std::min(std::chrono::duration_cast<std::chrono::microseconds>(msg_deadline - now),
+                         kSleepStep),
                 -1);
         now = clock.Now();
       }

@@ -56,7 +56,7 @@ struct PingResult {
 /// Returns an error only for what makes the probe impossible (no provider, a peer address the
 /// provider rejects, bad options); a dead peer is a result with loss and `end` set, returned
 /// within `deadline`. Busy-polls while waiting for a pong (that is what the RTT is for), backing
-/// off to 2 ms sleeps once a pong is 2 ms late.
+/// off to 100 µs sleeps once a pong is 2 ms late.
 absl::StatusOr<PingResult> Ping(const PingOptions& options, std::stop_token stop = {},
                                 const common::Clock& clock = common::SystemClock::Get());
 

@@ -27,8 +27,10 @@ struct ResponderOptions {
   /// Largest message accepted, header included; larger ones arrive truncated and count as errors.
   size_t max_message_bytes = (8u << 20) + 4096;
   /// After the last completion keep polling this long before blocking: traffic comes in bursts,
-  /// and a blocked poll(2) costs a wake-up (~tens of µs) per message.
-  std::chrono::microseconds spin_after_traffic{2000};
+  /// and a wake-up costs tens of µs on tcp and milliseconds on providers whose wait object is
+  /// signalled by a progress thread (sockets) or that have none (shm): a window longer than
+  /// their wake-up keeps a running probe from paying it on every message.
+  std::chrono::microseconds spin_after_traffic{50000};
   /// Bandwidth sessions whose byte counts are kept (oldest overwritten).
   size_t max_sessions = 64;
 };
