@@ -131,9 +131,9 @@ void Responder::Run(std::stop_token stop) {
     // its warm-up absorbs.
     auto idle_sleep = std::chrono::milliseconds(1000);
     if (!endpoint_->has_wait_fd()) {
-      idle_sleep = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  (now - last_traffic) / 10),
-                              std::chrono::milliseconds(1), std::chrono::milliseconds(20));
+      idle_sleep = std::clamp(
+          std::chrono::duration_cast<std::chrono::milliseconds>((now - last_traffic) / 10),
+          std::chrono::milliseconds(1), std::chrono::milliseconds(20));
     }
     endpoint_->Wait(idle_sleep, stop_fd_);
     uint64_t drained;
