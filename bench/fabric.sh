@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Side-by-side fabric bench on one host, same provider (tcp, RDM) and sizes, in one run:
+#   ping:      our median RTT  vs  fi_pingpong's usec/xfer x 2 (fi_pingpong prints half the RTT)
+#   bandwidth: our 1 MiB unidirectional GB/s  vs  fi_pingpong's 1 MiB MB/sec and iperf3 (TCP)
+# Targets: RTT <= 1.1x fi_pingpong, bandwidth >= 0.9x. Prints the ratios; exits 0 regardless
+# (numbers on a shared CI box are information, not a gate).
+# Usage: bench/fabric.sh [build-dir]   (needs fi_pingpong from libfabric-bin; iperf3 optional)
+set -euo pipefail
+
+BUILD=${1:-build}
+TOOL=$(realpath "$BUILD/bin/efawatch-fabric-probe")
+IFACE=${EFAWATCH_BENCH_IFACE:-lo}
+ADDR=${EFAWATCH_BENCH_ADDR:-127.0.0.1}
+ITERS=${EFAWATCH_BENCH_ITERS:-20000}
+PING_SIZES=${EFAWATCH_BENCH_PING_SIZES:-"64 1024 4096"}
+BW_SIZE=1048576
+PORT=$((47592 + RANDOM % 1000))
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+command -v fi_pingpong >/dev/null || { echo "fi_pingpong not found (apt install libfabric-bin)"; exit 1; }
+
+ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+
+# fi_pingpong <size> <iterations> -> the data line of the client
+pingpong() {
+  fi_pingpong -e rdm -p tcp -d "$IFACE" -B "$PORT" -I "$2" -S "$1" >"$WORK/pp_server" 2>&1 &
+  local srv=$!
+  sleep 0.5
+  fi_pingpong -e rdm -p tcp -d "$IFACE" -P "$PORT" -I "$2" -S "$1" "$ADDR" 2>&1 | tail -1
+  wait "$srv" || true
+}
+
+"$TOOL" --provider tcp --interface "$IFACE" responder --address-file "$WORK/addr" \
+  >"$WORK/responder.json" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 50); do [[ -s $WORK/addr ]] && break; sleep 0.1; done
+PEER=$(cat "$WORK/addr")
+echo "provider: $(python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['fabric']; print(f['provider'], f['fabric'], f['domain'])" "$WORK/responder.json")"
+echo "host: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+printf '%-8s %14s %20s %8s\n' size "ours RTT p50" "fi_pingpong 2xhalf" ratio
+for size in $PING_SIZES; do
+  ours=$("$TOOL" --provider tcp --interface "$IFACE" ping --peer "$PEER" --count "$ITERS" \
+           --warmup 100 --size "$size" | python3 -c "import json,sys; print(json.load(sys.stdin)['rtt_us']['median'])")
+  half=$(pingpong "$size" "$ITERS" | awk '{print $7}')
+  theirs=$(python3 -c "print(2 * $half)")
+  printf '%-8s %11.1f us %17.1f us %8s\n' "$size" "$ours" "$theirs" "$(ratio "$ours" "$theirs")"
+done
+
+echo
+ours_bw=$("$TOOL" --provider tcp --interface "$IFACE" bandwidth --peer "$PEER" \
+            --sizes "$BW_SIZE" --ms-per-size 2000 | python3 -c "import json,sys; print(json.load(sys.stdin)['points'][0]['gbytes_per_second'] * 1000)")
+pp_line=$(pingpong "$BW_SIZE" 2000)
+pp_bw=$(echo "$pp_line" | awk '{print $6}')
+printf '%-34s %10.1f MB/s\n' "ours (1 MiB, window, one way)" "$ours_bw"
+printf '%-34s %10.1f MB/s   ratio %s\n' "fi_pingpong (1 MiB, ping-pong)" "$pp_bw" "$(ratio "$ours_bw" "$pp_bw")"
+if command -v iperf3 >/dev/null; then
+  iperf3 -s -1 -B "$ADDR" -p "$PORT" >/dev/null 2>&1 &
+  sleep 0.5
+  ip_bw=$(iperf3 -c "$ADDR" -p "$PORT" -l "$BW_SIZE" -t 3 -J |
+            python3 -c "import json,sys; print(json.load(sys.stdin)['end']['sum_received']['bits_per_second'] / 8e6)")
+  printf '%-34s %10.1f MB/s   ratio %s\n' "iperf3 (TCP, 1 MiB writes, 1 stream)" "$ip_bw" "$(ratio "$ours_bw" "$ip_bw")"
+else
+  echo "iperf3 not installed: skipped"
+fi
