@@ -11,6 +11,13 @@ function(efawatch_add_test)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  # tests_<label> builds every test of a label, e.g. the ASan run builds tests_unit only.
+  foreach(label ${T_LABELS})
+    if(NOT TARGET tests_${label})
+      add_custom_target(tests_${label})
+    endif()
+    add_dependencies(tests_${label} ${T_NAME})
+  endforeach()
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "EFAWATCH_SOURCE_DIR=${CMAKE_SOURCE_DIR};EFAWATCH_BINARY_DIR=${CMAKE_BINARY_DIR}")
 endfunction()

@@ -1,0 +1,85 @@
+#include "cli/status.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <iomanip>
+
+#include "absl/time/time.h"
+
+namespace efawatch::cli {
+namespace {
+
+std::string SeverityText(v1::Severity s) {
+  switch (s) {
+    case v1::SEVERITY_INFO:
+      return "info";
+    case v1::SEVERITY_WARNING:
+      return "warning";
+    case v1::SEVERITY_CRITICAL:
+      return "critical";
+    default:
+      return "unknown";
+  }
+}
+
+void PrintText(const v1::NodeHealth& h, std::ostream& out) {
+  out << "node:     " << h.node() << "\n"
+      << "agent:    " << h.agent_version() << " (" << h.agent_revision() << ")\n"
+      << "started:  "
+      << absl::FormatTime(absl::RFC3339_sec, absl::FromUnixSeconds(h.start_time().seconds()),
+                          absl::UTCTimeZone())
+      << "\n"
+      << "efa:      "
+      << (h.efa_devices() == 0 ? std::string("absent") : std::to_string(h.efa_devices())) << "\n"
+      << "fabric:   " << (h.fabric_provider().empty() ? "-" : h.fabric_provider()) << "\n"
+      << "collectors:\n";
+  for (const auto& c : h.collectors()) {
+    out << "  " << std::left << std::setw(20) << c.name() << (c.ok() ? "ok" : "FAILED");
+    if (!c.last_error().empty()) out << "  " << c.last_error();
+    out << "\n";
+  }
+  out << "findings: " << (h.findings().empty() ? "none" : "") << "\n";
+  for (const auto& f : h.findings()) {
+    out << "  [" << SeverityText(f.severity()) << "] " << f.kind() << " " << f.subject() << ": "
+        << f.message() << "\n";
+  }
+}
+
+}  // namespace
+
+int RunStatus(const AgentConnection& conn, const std::string& format, std::ostream& out,
+              std::ostream& err) {
+  if (format != "text" && format != "json") {
+    err << "efawatch status: --format must be text or json\n";
+    return 2;
+  }
+  auto channel = MakeChannel(conn);
+  if (!channel.ok()) {
+    err << "efawatch status: " << channel.status().message() << "\n";
+    return 2;
+  }
+  auto stub = v1::Agent::NewStub(*channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + conn.timeout);
+  v1::NodeHealth health;
+  grpc::Status st = stub->GetNodeHealth(&ctx, v1::GetNodeHealthRequest(), &health);
+  if (!st.ok()) {
+    err << "efawatch status: agent " << conn.address << " unreachable or failing ("
+        << st.error_message() << ")\n";
+    return 1;
+  }
+  if (format == "json") {
+    std::string json;
+    google::protobuf::util::JsonPrintOptions opts;
+    opts.always_print_primitive_fields = true;
+    opts.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(health, &json, opts);
+    out << json << "\n";
+  } else {
+    PrintText(health, out);
+  }
+  return 0;
+}
+
+}  // namespace efawatch::cli

@@ -1,0 +1,145 @@
+#include "daemon/app.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/common/findings_collector.h"
+#include "daemon/common/process_collector.h"
+#include "daemon/efa/efa_monitor.h"
+#include "daemon/efa/instance_types.h"
+#include "daemon/export/prometheus_edge.h"
+#include "daemon/rpc/grpc_edge.h"
+#include "efawatch/version.h"
+#include "spdlog/spdlog.h"
+
+namespace efawatch {
+
+absl::Status WritePortFile(const std::string& path, int metrics_port, int grpc_port) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "{\"metrics\": " << metrics_port << ", \"grpc\": " << grpc_port << "}\n";
+    out.flush();
+    if (!out)
+      return absl::InvalidArgumentError(absl::StrCat("--port-file=", path, ": cannot write"));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(absl::StrCat("--port-file=", path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+App::App(const Config& config, const common::Clock& clock)
+    : config_(config), clock_(clock), start_time_(clock.WallNow()), findings_(clock) {}
+
+absl::StatusOr<std::unique_ptr<App>> App::Create(const Config& config, const common::Clock& clock) {
+  std::unique_ptr<App> app(new App(config, clock));
+  if (auto st = app->Start(); !st.ok()) return st;
+  return app;
+}
+
+absl::Status App::Start() {
+  spdlog::info("efawatchd {} ({}) starting on node {}", EFAWATCH_VERSION, EFAWATCH_REVISION,
+               config_.node_name);
+  if (std::string(EFAWATCH_NCCL_VERSION).empty()) {
+    spdlog::info("NCCL probe: not built (this build has no CUDA/NCCL)");
+  }
+
+  process_collector_ = std::make_unique<common::ProcessCollector>();
+  findings_collector_ = std::make_unique<common::FindingsCollector>(findings_);
+
+  efa::EfaMonitorOptions eopts;
+  eopts.sysfs_root = config_.paths.sysfs;
+  eopts.procfs_root = config_.paths.procfs;
+  eopts.interface_prefixes = config_.net_interface_prefixes;
+  eopts.health.clear_after = config_.efa_clear_after;
+  eopts.health.rise_thresholds = config_.efa_rise_thresholds;
+  eopts.health.expected_devices = config_.efa_expected_devices > 0
+                                      ? config_.efa_expected_devices
+                                      : efa::ExpectedEfaDevices(config_.instance_type);
+  // TODO(#4): wire nccl_active to the live log analyzer; until then the log-free fallback rule
+  // has no NCCL activity signal and stays silent.
+  efa_ = std::make_unique<efa::EfaMonitor>(eopts, clock_, &findings_, nullptr, nullptr);
+  efa_->EvaluateOnce();
+  if (efa_->efa_devices() == 0) {
+    spdlog::info("EFA: absent (no EFA devices under {}/class/infiniband)",
+                 config_.paths.sysfs.string());
+  } else {
+    spdlog::info("EFA: {} device(s) under {}/class/infiniband{}", efa_->efa_devices(),
+                 config_.paths.sysfs.string(),
+                 eopts.health.expected_devices > 0
+                     ? fmt::format(", {} expected", eopts.health.expected_devices)
+                     : "");
+  }
+  efa_->Start();
+
+  std::error_code ec;
+  if (!std::filesystem::is_directory(config_.paths.pod_log_root, ec)) {
+    spdlog::warn("pod log root {} does not exist: no pod logs to analyze until it does",
+                 config_.paths.pod_log_root.string());
+  } else {
+    spdlog::info("log analysis: pod log root {}", config_.paths.pod_log_root.string());
+  }
+
+  exporter::PrometheusEdgeOptions mopts;
+  mopts.listen = config_.metrics_listen;
+  mopts.build = {EFAWATCH_VERSION, EFAWATCH_REVISION, EFAWATCH_NCCL_VERSION};
+  mopts.start_time = start_time_;
+  mopts.collector_budget = config_.collector_budget;
+  auto metrics = exporter::PrometheusEdge::Create(
+      mopts, {process_collector_.get(), efa_.get(), findings_collector_.get()}, &collector_status_,
+      clock_);
+  if (!metrics.ok()) return metrics.status();
+  metrics_ = std::move(*metrics);
+
+  rpc::GrpcEdgeOptions gopts{config_.grpc_listen, config_.grpc_tls_cert, config_.grpc_tls_key,
+                             config_.grpc_tls_client_ca};
+  auto grpc = rpc::GrpcEdge::Create(gopts, this);
+  if (!grpc.ok()) return grpc.status();
+  grpc_ = std::move(*grpc);
+
+  spdlog::info("metrics on {} (port {}), gRPC on {} (port {}, {})", config_.metrics_listen,
+               metrics_->port(), config_.grpc_listen, grpc_->port(),
+               config_.grpc_tls_cert.empty()        ? "plaintext"
+               : config_.grpc_tls_client_ca.empty() ? "TLS"
+                                                    : "mutual TLS");
+  if (!config_.port_file.empty()) {
+    if (auto st = WritePortFile(config_.port_file, metrics_->port(), grpc_->port()); !st.ok()) {
+      return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void App::Stop() {
+  // gRPC first: it calls back into us; the metrics edge next; collectors last.
+  if (grpc_) grpc_->Shutdown();
+  spdlog::debug("gRPC edge stopped");
+  metrics_.reset();
+  spdlog::debug("metrics edge stopped");
+  efa_.reset();
+}
+
+App::~App() { Stop(); }
+
+int App::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+int App::grpc_port() const { return grpc_ ? grpc_->port() : 0; }
+
+common::NodeHealth App::GetNodeHealth() const {
+  common::NodeHealth h;
+  h.node = config_.node_name;
+  h.agent_version = EFAWATCH_VERSION;
+  h.agent_revision = EFAWATCH_REVISION;
+  h.start_time = start_time_;
+  h.collectors = collector_status_.Snapshot();
+  h.findings = *findings_.Snapshot();
+  h.efa_devices = efa_ ? efa_->efa_devices() : 0;
+  return h;
+}
+
+}  // namespace efawatch

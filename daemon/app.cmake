@@ -1,0 +1,15 @@
+# The composition root and the efawatchd executable.
+add_library(efawatch_config STATIC ${CMAKE_CURRENT_SOURCE_DIR}/config.cc)
+efawatch_warnings(efawatch_config)
+target_link_libraries(efawatch_config PUBLIC efawatch_common absl::statusor absl::strings)
+
+add_library(efawatch_app STATIC ${CMAKE_CURRENT_SOURCE_DIR}/app.cc
+                                ${CMAKE_CURRENT_SOURCE_DIR}/logging.cc)
+efawatch_warnings(efawatch_app)
+target_link_libraries(efawatch_app PUBLIC efawatch_config efawatch_common efawatch_efa
+                                          efawatch_export efawatch_rpc efawatch_version
+                                          spdlog::spdlog)
+
+add_executable(efawatchd ${CMAKE_CURRENT_SOURCE_DIR}/main.cc)
+efawatch_warnings(efawatchd)
+target_link_libraries(efawatchd PRIVATE efawatch_app)

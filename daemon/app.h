@@ -1,0 +1,64 @@
+#pragma once
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "daemon/common/clock.h"
+#include "daemon/common/collector_status.h"
+#include "daemon/common/findings_board.h"
+#include "daemon/config.h"
+#include "daemon/rpc/agent_handler.h"
+
+namespace efawatch {
+
+namespace exporter {
+class PrometheusEdge;
+}
+namespace rpc {
+class GrpcEdge;
+}
+namespace efa {
+class EfaMonitor;
+}
+namespace common {
+class ProcessCollector;
+class FindingsCollector;
+}  // namespace common
+
+/// The composition root: the only place that knows every module. Create() builds and starts
+/// everything (edges bound, port file written); Stop() (and the destructor) stops everything
+/// within about a second. Create and Stop are called from the main thread; GetNodeHealth from
+/// gRPC threads.
+class App final : public rpc::AgentHandler {
+ public:
+  static absl::StatusOr<std::unique_ptr<App>> Create(const Config& config,
+                                                     const common::Clock& clock);
+  ~App() override;
+
+  void Stop();
+  common::NodeHealth GetNodeHealth() const override;
+
+  int metrics_port() const;
+  int grpc_port() const;
+
+ private:
+  App(const Config& config, const common::Clock& clock);
+  absl::Status Start();
+
+  const Config config_;
+  const common::Clock& clock_;
+  const std::chrono::system_clock::time_point start_time_;
+  common::CollectorStatusBoard collector_status_;
+  common::FindingsBoard findings_;
+  std::unique_ptr<common::ProcessCollector> process_collector_;
+  std::unique_ptr<common::FindingsCollector> findings_collector_;
+  std::unique_ptr<efa::EfaMonitor> efa_;
+  std::unique_ptr<exporter::PrometheusEdge> metrics_;
+  std::unique_ptr<rpc::GrpcEdge> grpc_;
+};
+
+/// Writes {"metrics": port, "grpc": port} to `path` atomically (write, then rename), so a test
+/// that polls for the file never reads half of it.
+absl::Status WritePortFile(const std::string& path, int metrics_port, int grpc_port);
+
+}  // namespace efawatch

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace efawatch::common {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+/// Where a collector writes samples. The metric name must be declared in the metric table
+/// (daemon/export/metric_table.cc), which gives its type, help and label names; the labels passed
+/// here must be exactly those names, in that order. Implemented by the Prometheus edge, and by
+/// tests that record samples. Not thread-safe: one collection writes to one sink.
+class MetricSink {
+ public:
+  virtual ~MetricSink() = default;
+  virtual void Add(std::string_view metric, const Labels& labels, double value) = 0;
+};
+
+/// A cheap, scrape-time source of metrics (node_exporter's collector pattern). Collect() runs
+/// on the scrape thread, must return by `deadline` (check it between reads, and cache what is
+/// expensive), and reports failure as a Status: the edge turns it into
+/// efawatch_collector_success{collector} = 0 and keeps whatever samples were written. Calls to one
+/// collector are serialized by the caller.
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual std::string_view Name() const = 0;
+  virtual absl::Status Collect(std::chrono::steady_clock::time_point deadline,
+                               MetricSink& sink) = 0;
+};
+
+}  // namespace efawatch::common

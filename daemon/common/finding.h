@@ -1,0 +1,33 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace efawatch::common {
+
+enum class Severity { kInfo = 1, kWarning = 2, kCritical = 3 };
+
+std::string_view SeverityName(Severity s);
+
+/// Where a finding came from: a file and line, a device, a probe.
+struct Evidence {
+  std::string source;
+  uint64_t line = 0;
+  std::string text;
+};
+
+/// One thing the agent found wrong (or noteworthy) on its node. `kind` values are stable and
+/// documented in docs/findings.md; `subject` says what it is about (device, pod, process).
+struct Finding {
+  std::string kind;
+  Severity severity = Severity::kInfo;
+  std::string subject;
+  std::string message;
+  Evidence evidence;
+  std::chrono::system_clock::time_point first_seen{};
+  std::chrono::system_clock::time_point last_seen{};
+};
+
+}  // namespace efawatch::common

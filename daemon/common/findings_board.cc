@@ -1,0 +1,37 @@
+#include "daemon/common/findings_board.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace efawatch::common {
+
+void FindingsBoard::Publish(const std::string& owner, std::vector<Finding> findings) {
+  const auto now = clock_.WallNow();
+  std::lock_guard lock(mu_);
+  auto& previous = by_owner_[owner];
+  for (auto& f : findings) {
+    f.last_seen = now;
+    auto it = std::find_if(previous.begin(), previous.end(), [&](const Finding& p) {
+      return p.kind == f.kind && p.subject == f.subject;
+    });
+    f.first_seen = it != previous.end() ? it->first_seen : now;
+  }
+  previous = std::move(findings);
+  RebuildLocked();
+}
+
+std::shared_ptr<const std::vector<Finding>> FindingsBoard::Snapshot() const {
+  std::lock_guard lock(mu_);
+  return snapshot_;
+}
+
+void FindingsBoard::RebuildLocked() {
+  auto all = std::make_shared<std::vector<Finding>>();
+  for (const auto& [owner, list] : by_owner_) all->insert(all->end(), list.begin(), list.end());
+  std::stable_sort(all->begin(), all->end(), [](const Finding& a, const Finding& b) {
+    return std::tie(b.severity, a.kind, a.subject) < std::tie(a.severity, b.kind, b.subject);
+  });
+  snapshot_ = std::move(all);
+}
+
+}  // namespace efawatch::common

@@ -1,0 +1,15 @@
+#pragma once
+
+#include <filesystem>
+
+namespace efawatch::common {
+
+/// Where the host's pseudo-filesystems and logs are. In a pod the host's /sys and /proc are
+/// mounted read-only elsewhere; tests point these at fixture trees. Plain value, copyable.
+struct HostPaths {
+  std::filesystem::path sysfs = "/sys";
+  std::filesystem::path procfs = "/proc";
+  std::filesystem::path pod_log_root = "/var/log/pods";
+};
+
+}  // namespace efawatch::common

@@ -1,0 +1,402 @@
+#include "daemon/config.h"
+
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <functional>
+#include <optional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+extern char** environ;
+
+namespace efawatch {
+namespace {
+
+using Setter = std::function<absl::Status(Config&, const std::string&)>;
+
+struct Option {
+  std::string name;  // flag without the leading "--"
+  bool is_bool = false;
+  std::string help;
+  Setter set;
+};
+
+std::string EnvName(const std::string& flag) {
+  std::string out = "EFAWATCH_";
+  for (char c : flag) out += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return out;
+}
+
+absl::Status Bad(const std::string& flag, const std::string& value, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": ", why));
+}
+
+Setter String(std::string Config::*field) {
+  return [field](Config& c, const std::string& v) {
+    c.*field = v;
+    return absl::OkStatus();
+  };
+}
+
+Setter Path(std::filesystem::path common::HostPaths::*field) {
+  return [field](Config& c, const std::string& v) {
+    c.paths.*field = v;
+    return absl::OkStatus();
+  };
+}
+
+absl::StatusOr<bool> ParseBool(const std::string& v) {
+  std::string l = absl::AsciiStrToLower(v);
+  if (l == "true" || l == "1" || l == "yes" || l == "on") return true;
+  if (l == "false" || l == "0" || l == "no" || l == "off") return false;
+  return absl::InvalidArgumentError("not a boolean (true or false)");
+}
+
+Setter Bool(bool Config::*field, const std::string& flag) {
+  return [field, flag](Config& c, const std::string& v) -> absl::Status {
+    auto b = ParseBool(v);
+    if (!b.ok()) return Bad(flag, v, std::string(b.status().message()));
+    c.*field = *b;
+    return absl::OkStatus();
+  };
+}
+
+const std::vector<Option>& Options() {
+  static const std::vector<Option> opts = {
+      {"config", false, "Config file of `key = value` lines (keys are flag names).",
+       String(&Config::config_file)},
+      {"metrics-listen", false, "Prometheus /metrics address, host:port or :port.",
+       String(&Config::metrics_listen)},
+      {"grpc-listen", false, "gRPC address, host:port; plaintext only on loopback.",
+       String(&Config::grpc_listen)},
+      {"grpc-tls-cert", false, "PEM server certificate for gRPC.", String(&Config::grpc_tls_cert)},
+      {"grpc-tls-key", false, "PEM private key for gRPC.", String(&Config::grpc_tls_key)},
+      {"grpc-tls-client-ca", false, "PEM CA bundle; clients must present a certificate it signed.",
+       String(&Config::grpc_tls_client_ca)},
+      {"grpc-insecure", true, "Allow plaintext gRPC on a non-loopback address.",
+       Bool(&Config::grpc_insecure, "grpc-insecure")},
+      {"port-file", false, "Write the bound ports as JSON to this file.",
+       String(&Config::port_file)},
+      {"sysfs-root", false, "Where the host's /sys is mounted.", Path(&common::HostPaths::sysfs)},
+      {"procfs-root", false, "Where the host's /proc is mounted.",
+       Path(&common::HostPaths::procfs)},
+      {"pod-log-root", false, "Kubernetes pod log directory to analyze.",
+       Path(&common::HostPaths::pod_log_root)},
+      {"state-dir", false, "Directory for the agent's state (checkpoints).",
+       [](Config& c, const std::string& v) {
+         c.state_dir = v;
+         return absl::OkStatus();
+       }},
+      {"log-format", false, "text or json.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         if (v == "text") {
+           c.log_format = LogFormat::kText;
+         } else if (v == "json") {
+           c.log_format = LogFormat::kJson;
+         } else {
+           return Bad("log-format", v, "must be text or json");
+         }
+         return absl::OkStatus();
+       }},
+      {"log-level", false, "trace, debug, info, warn, error.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         static const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error"};
+         if (std::find(levels.begin(), levels.end(), v) == levels.end()) {
+           return Bad("log-level", v, "must be one of trace, debug, info, warn, error");
+         }
+         c.log_level = v;
+         return absl::OkStatus();
+       }},
+      {"node-name", false, "This node's name (Kubernetes: from the downward API).",
+       String(&Config::node_name)},
+      {"fabric-providers", false, "Ordered libfabric providers to try for the responder.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         std::vector<std::string> list = absl::StrSplit(v, ',', absl::SkipWhitespace());
+         if (list.empty()) return Bad("fabric-providers", v, "empty provider list");
+         c.fabric_providers = list;
+         return absl::OkStatus();
+       }},
+      {"fabric-interface", false, "Restrict the fabric responder to this interface or domain.",
+       String(&Config::fabric_interface)},
+      {"fabric-responder", true, "Run the fabric responder.",
+       Bool(&Config::fabric_responder, "fabric-responder")},
+      {"collector-budget-ms", false, "Time budget of one collector at one scrape.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int ms = 0;
+         if (!absl::SimpleAtoi(v, &ms) || ms < 10 || ms > 60000) {
+           return Bad("collector-budget-ms", v, "must be an integer from 10 to 60000");
+         }
+         c.collector_budget = std::chrono::milliseconds(ms);
+         return absl::OkStatus();
+       }},
+      {"instance-type", false,
+       "EC2 instance type (Kubernetes: the node's instance-type label); sets the expected EFA "
+       "device count for known types.",
+       String(&Config::instance_type)},
+      {"efa-expected-devices", false, "EFA devices this node must have (0: unknown).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 256) {
+           return Bad("efa-expected-devices", v, "must be an integer from 0 to 256");
+         }
+         c.efa_expected_devices = static_cast<unsigned>(n);
+         return absl::OkStatus();
+       }},
+      {"efa-clear-after-seconds", false,
+       "A rising EFA error counter's finding clears after this long without a rise.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 86400) {
+           return Bad("efa-clear-after-seconds", v, "must be an integer from 1 to 86400");
+         }
+         c.efa_clear_after = std::chrono::seconds(n);
+         return absl::OkStatus();
+       }},
+      {"efa-rise-thresholds", false,
+       "counter=N,... minimum rise between evaluations that raises a finding (default "
+       "rx_drops=100; other error counters 1).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         std::map<std::string, uint64_t> m;
+         for (absl::string_view item : absl::StrSplit(v, ',', absl::SkipWhitespace())) {
+           std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+           uint64_t n = 0;
+           if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &n)) {
+             return Bad("efa-rise-thresholds", v, "expected counter=N,counter=N");
+           }
+           m[kv.first] = n;
+         }
+         c.efa_rise_thresholds = m;
+         return absl::OkStatus();
+       }},
+      {"net-interface-prefixes", false,
+       "Ethernet interfaces (name prefixes) whose bytes the EFA fallback check compares.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         std::vector<std::string> list = absl::StrSplit(v, ',', absl::SkipWhitespace());
+         if (list.empty()) return Bad("net-interface-prefixes", v, "empty list");
+         c.net_interface_prefixes = list;
+         return absl::OkStatus();
+       }},
+  };
+  return opts;
+}
+
+const Option* FindOption(const std::string& name) {
+  for (const auto& o : Options()) {
+    if (o.name == name) return &o;
+  }
+  return nullptr;
+}
+
+std::string HelpText() {
+  std::string out =
+      "Usage: efawatchd [flags]\n\nEvery flag --x-y also reads EFAWATCH_X_Y and the config "
+      "file key x-y.\nPrecedence: flags > environment > config file > defaults.\n\n";
+  for (const auto& o : Options()) {
+    absl::StrAppend(&out, "  --", o.name, o.is_bool ? "" : " VALUE", "\n      ", o.help, " [",
+                    EnvName(o.name), "]\n");
+  }
+  absl::StrAppend(&out, "  --help\n  --version\n  --print-metrics-doc\n");
+  return out;
+}
+
+// Reads `key = value` lines; values may be double-quoted. Returns key -> (value, line number).
+absl::StatusOr<std::map<std::string, std::pair<std::string, int>>> ReadConfigFile(
+    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--config=", path, ": cannot read"));
+  std::map<std::string, std::pair<std::string, int>> out;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    absl::string_view s = absl::StripAsciiWhitespace(line);
+    if (s.empty() || s.front() == '#') continue;
+    auto eq = s.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", n, ": expected `key = value`, got `", s, "`"));
+    }
+    std::string key(absl::StripAsciiWhitespace(s.substr(0, eq)));
+    absl::string_view value = absl::StripAsciiWhitespace(s.substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+      value = value.substr(1, value.size() - 2);
+    }
+    if (FindOption(key) == nullptr || key == "config") {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": unknown key `", key, "`"));
+    }
+    out[key] = {std::string(value), n};
+  }
+  return out;
+}
+
+std::optional<std::string> HostOf(const std::string& address) {
+  if (address.starts_with("[")) {
+    auto close = address.find(']');
+    if (close == std::string::npos) return std::nullopt;
+    return address.substr(1, close - 1);
+  }
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  return address.substr(0, colon);
+}
+
+absl::Status CheckReadable(const std::string& flag, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Bad(flag, path, "cannot read file");
+  return absl::OkStatus();
+}
+
+absl::Status Validate(Config& c) {
+  if (auto st = ValidateListenAddress("metrics-listen", c.metrics_listen); !st.ok()) return st;
+  if (auto st = ValidateListenAddress("grpc-listen", c.grpc_listen); !st.ok()) return st;
+  const bool has_cert = !c.grpc_tls_cert.empty(), has_key = !c.grpc_tls_key.empty();
+  if (has_cert != has_key) {
+    return absl::InvalidArgumentError("--grpc-tls-cert and --grpc-tls-key go together");
+  }
+  if (!c.grpc_tls_client_ca.empty() && !has_cert) {
+    return absl::InvalidArgumentError(
+        "--grpc-tls-client-ca needs --grpc-tls-cert and --grpc-tls-key");
+  }
+  for (const auto& [flag, path] : {std::pair{"grpc-tls-cert", c.grpc_tls_cert},
+                                   {"grpc-tls-key", c.grpc_tls_key},
+                                   {"grpc-tls-client-ca", c.grpc_tls_client_ca}}) {
+    if (path.empty()) continue;
+    if (auto st = CheckReadable(flag, path); !st.ok()) return st;
+  }
+  if (!has_cert && !c.grpc_insecure && !IsLoopbackAddress(c.grpc_listen)) {
+    return Bad("grpc-listen", c.grpc_listen,
+               "not a loopback address: give --grpc-tls-cert/--grpc-tls-key, or --grpc-insecure "
+               "to serve plaintext deliberately");
+  }
+  if (c.node_name.empty()) {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof(buf) - 1) == 0) c.node_name = buf;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateListenAddress(const std::string& flag, const std::string& address) {
+  auto host = HostOf(address);
+  if (!host) return Bad(flag, address, "expected host:port, :port or [ipv6]:port");
+  std::string port_str = address.substr(address.rfind(':') + 1);
+  int port = -1;
+  if (!absl::SimpleAtoi(port_str, &port) || port < 0 || port > 65535) {
+    return Bad(flag, address, "port must be a number from 0 to 65535");
+  }
+  if (host->empty() || *host == "localhost") return absl::OkStatus();
+  unsigned char buf[sizeof(struct in6_addr)];
+  if (inet_pton(AF_INET, host->c_str(), buf) == 1) return absl::OkStatus();
+  if (address.starts_with("[") && inet_pton(AF_INET6, host->c_str(), buf) == 1) {
+    return absl::OkStatus();
+  }
+  return Bad(flag, address, "host must be an IPv4 address, [IPv6 address], localhost or empty");
+}
+
+bool IsLoopbackAddress(const std::string& address) {
+  auto host = HostOf(address);
+  if (!host) return false;
+  if (*host == "localhost" || *host == "::1") return true;
+  in_addr a{};
+  return inet_pton(AF_INET, host->c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+std::map<std::string, std::string> ProcessEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos) env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+absl::StatusOr<ParsedArgs> ParseConfig(const std::vector<std::string>& args,
+                                       const std::map<std::string, std::string>& env) {
+  ParsedArgs out;
+  std::map<std::string, std::string> from_flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      out.action = Action::kHelp;
+      out.help_text = HelpText();
+      return out;
+    }
+    if (a == "--version") {
+      out.action = Action::kVersion;
+      return out;
+    }
+    if (a == "--print-metrics-doc") {
+      out.action = Action::kMetricsDoc;
+      return out;
+    }
+    if (!a.starts_with("--")) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument `", a, "`"));
+    }
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    const Option* opt = FindOption(name);
+    if (opt == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    if (!has_value) {
+      if (opt->is_bool) {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+      }
+    }
+    from_flags[name] = value;
+  }
+
+  // Resolve the config file first: its own flag and env twin decide which file to read.
+  std::string config_file;
+  if (auto it = from_flags.find("config"); it != from_flags.end()) {
+    config_file = it->second;
+  } else if (auto e = env.find(EnvName("config")); e != env.end() && !e->second.empty()) {
+    config_file = e->second;
+  }
+  std::map<std::string, std::pair<std::string, int>> from_file;
+  if (!config_file.empty()) {
+    auto f = ReadConfigFile(config_file);
+    if (!f.ok()) return f.status();
+    from_file = std::move(*f);
+  }
+
+  for (const auto& opt : Options()) {
+    std::optional<std::string> value;
+    std::string origin;
+    if (auto it = from_flags.find(opt.name); it != from_flags.end()) {
+      value = it->second;
+    } else if (auto e = env.find(EnvName(opt.name)); e != env.end() && !e->second.empty()) {
+      value = e->second;
+      origin = absl::StrCat(" (from ", EnvName(opt.name), ")");
+    } else if (auto f = from_file.find(opt.name); f != from_file.end()) {
+      value = f->second.first;
+      origin = absl::StrCat(" (from ", config_file, ":", f->second.second, ")");
+    }
+    if (!value) continue;
+    if (auto st = opt.set(out.config, *value); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(st.message(), origin));
+    }
+  }
+  if (auto st = Validate(out.config); !st.ok()) return st;
+  return out;
+}
+
+}  // namespace efawatch

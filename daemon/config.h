@@ -1,0 +1,72 @@
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/common/host_paths.h"
+
+namespace efawatch {
+
+enum class LogFormat { kText, kJson };
+
+/// Everything efawatchd is told, parsed once at start and passed down by value (DCGM's habit):
+/// no module reads flags or the environment itself.
+struct Config {
+  std::string config_file;
+  // Default ports chosen to collide with nothing usual on a GPU node (docs/ports.md): 9400
+  // dcgm-exporter, 9100 node_exporter, 8002/8003 EKS agent, 20256/20257 NPD, 28028 NCCL RAS.
+  std::string metrics_listen = ":9477";
+  std::string grpc_listen = "127.0.0.1:9478";
+  std::string grpc_tls_cert;
+  std::string grpc_tls_key;
+  std::string grpc_tls_client_ca;  // set: clients must present a certificate it signed (mTLS)
+  bool grpc_insecure = false;      // plaintext gRPC on a non-loopback address, explicitly
+  std::string port_file;
+  common::HostPaths paths;
+  std::filesystem::path state_dir = "/var/lib/efawatch";
+  LogFormat log_format = LogFormat::kText;
+  std::string log_level = "info";
+  std::string node_name;  // default: the host name
+  std::vector<std::string> fabric_providers = {"efa", "tcp"};
+  std::string fabric_interface;  // empty: any; "lo" pins tcp to loopback
+  bool fabric_responder = true;
+  std::chrono::milliseconds collector_budget{2000};
+  // EFA health (daemon/efa). Expected devices: explicit, else from the instance type, else 0.
+  std::string instance_type;
+  unsigned efa_expected_devices = 0;
+  std::chrono::seconds efa_clear_after{600};
+  std::map<std::string, uint64_t> efa_rise_thresholds = {{"rx_drops", 100}};
+  std::vector<std::string> net_interface_prefixes = {"eth", "ens", "enp", "eno"};
+};
+
+/// What parsing asks the caller to do: run, or print something and exit 0.
+enum class Action { kRun, kHelp, kVersion, kMetricsDoc };
+
+struct ParsedArgs {
+  Action action = Action::kRun;
+  Config config;
+  std::string help_text;  // for Action::kHelp
+};
+
+/// Parses flags > EFAWATCH_* environment > config file > defaults, then validates. Every flag
+/// `--some-name` has the environment twin `EFAWATCH_SOME_NAME` and the config-file key
+/// `some-name` (file format: `key = value` lines, `#` comments). Errors are one line naming the
+/// flag and the problem (InvalidArgument); the caller prints it and exits 2. `env` is passed in
+/// so tests need not touch the process environment.
+absl::StatusOr<ParsedArgs> ParseConfig(const std::vector<std::string>& args,
+                                       const std::map<std::string, std::string>& env);
+
+/// Checks a listen address: `host:port`, `:port` (all addresses), `[v6]:port`; port 0..65535.
+absl::Status ValidateListenAddress(const std::string& flag, const std::string& address);
+
+/// True for 127.0.0.0/8, ::1 and "localhost" hosts.
+bool IsLoopbackAddress(const std::string& address);
+
+/// The environment of this process as a map.
+std::map<std::string, std::string> ProcessEnvironment();
+
+}  // namespace efawatch

@@ -1,0 +1,12 @@
+#pragma once
+
+#include <string>
+
+namespace efawatch::efa {
+
+/// EFA devices an instance type should have, or 0 when we do not know it. Sources: AWS's GPU
+/// cluster health check instance profiles (p5 32, p5en 16, p6-b200 8, p4d 4) and the EC2
+/// instance type data for g6.12xlarge (1); see efa-and-libfabric.md §2.
+unsigned ExpectedEfaDevices(const std::string& instance_type);
+
+}  // namespace efawatch::efa

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <prometheus/metric_family.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "daemon/common/collector.h"
+
+namespace efawatch::exporter {
+
+// Collects samples of one scrape into metric families, checking each against the metric table.
+// A sample of an undeclared metric or with the wrong label names is a programming error; it is
+// dropped and logged rather than served, so /metrics always passes `promtool check metrics`.
+class FamilySink final : public common::MetricSink {
+ public:
+  void Add(std::string_view metric, const common::Labels& labels, double value) override;
+
+  /// The families collected so far, sorted by name; the sink is empty afterwards.
+  std::vector<prometheus::MetricFamily> Take();
+
+ private:
+  std::map<std::string_view, prometheus::MetricFamily> families_;
+};
+
+/// Runs `collectors` into a FamilySink and returns the text exposition format (for golden-file
+/// tests and tools). Collector errors are ignored: what they wrote is rendered.
+std::string RenderCollectors(const std::vector<common::Collector*>& collectors,
+                             std::chrono::steady_clock::time_point deadline);
+
+}  // namespace efawatch::exporter

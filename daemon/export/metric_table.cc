@@ -1,0 +1,156 @@
+#include "daemon/export/metric_table.h"
+
+#include <algorithm>
+#include <string>
+
+#include "daemon/efa/counters.h"
+
+namespace efawatch::exporter {
+namespace {
+
+// Label cardinality is bounded by design: collectors, devices and ports are few per node, and
+// per-pod series are deleted when the pod's logs go away. Never label by pid, rank or file.
+std::vector<MetricDef> BuildTable() {
+  using T = MetricType;
+  std::vector<MetricDef> t = {
+      // Agent itself.
+      {"efawatch_build_info",
+       T::kGauge,
+       "Always 1; labels carry the agent version, git revision and the NCCL version the NCCL "
+       "probe was built against (empty when built without CUDA).",
+       {"version", "revision", "nccl"}},
+      {"efawatch_start_time_seconds", T::kGauge, "Unix time at which the agent started.", {}},
+      {"efawatch_collector_success",
+       T::kGauge,
+       "1 when the collector's last run at this scrape succeeded, 0 when it failed or ran out of "
+       "its time budget.",
+       {"collector"}},
+      {"efawatch_collector_duration_seconds",
+       T::kGauge,
+       "Time the collector took at this scrape.",
+       {"collector"}},
+      {"efawatch_findings",
+       T::kGauge,
+       "Current findings on this node by kind and severity (self-clearing).",
+       {"kind", "severity"}},
+      // Process.
+      {"efawatch_process_resident_memory_bytes",
+       T::kGauge,
+       "Resident set size of the agent process.",
+       {}},
+      {"efawatch_process_cpu_seconds_total",
+       T::kCounter,
+       "User and system CPU time the agent process has used.",
+       {}},
+      {"efawatch_process_open_fds", T::kGauge, "File descriptors the agent process has open.", {}},
+      // RDMA and EFA devices (daemon/efa). Known hw counters are added below from the EFA
+      // driver's counter list.
+      {"efawatch_efa_devices",
+       T::kGauge,
+       "EFA devices found under the configured sysfs root's class/infiniband.",
+       {}},
+      {"efawatch_efa_devices_expected",
+       T::kGauge,
+       "EFA devices this node's instance type should have (only when the type is known).",
+       {}},
+      {"efawatch_rdma_devices",
+       T::kGauge,
+       "RDMA devices of any kind found under the configured sysfs root's class/infiniband.",
+       {}},
+      {"efawatch_rdma_device_info",
+       T::kGauge,
+       "Always 1; labels describe the RDMA device (EFA or not), its PCI address, NUMA node, local "
+       "CPUs, uverbs device and GPUDirect peer-to-peer provider.",
+       {"device", "driver", "efa", "pci_address", "numa_node", "local_cpus", "uverbs", "p2p"}},
+      {"efawatch_rdma_hw_stat",
+       T::kGauge,
+       "A hw_counters value whose name efawatch does not know (port 0: device scope).",
+       {"device", "port", "counter"}},
+      {"efawatch_rdma_hw_read_errors",
+       T::kGauge,
+       "hw_counters files of the device that failed to read at this scrape (values unknown, not "
+       "exported).",
+       {"device"}},
+      {"efawatch_rdma_port_state",
+       T::kGauge,
+       "Port state id (4 = ACTIVE; EFA always reports 4).",
+       {"device", "port"}},
+      {"efawatch_rdma_port_physical_state",
+       T::kGauge,
+       "Port physical state id (5 = LinkUp; EFA always reports 5).",
+       {"device", "port"}},
+      {"efawatch_rdma_port_rate_bytes_per_second",
+       T::kGauge,
+       "Port rate as the driver reports it (a capability, not a measurement).",
+       {"device", "port"}},
+      {"efawatch_rdma_device_reads_total",
+       T::kCounter,
+       "Reads of a device's sysfs counters (cached: at most one per device per second).",
+       {}},
+      {"efawatch_rdma_hw_resets_total",
+       T::kCounter,
+       "hw counters seen going backwards (driver reload or device reset).",
+       {}},
+      {"efawatch_net_receive_bytes_total",
+       T::kCounter,
+       "Bytes received by the host's ethernet interface (from net/dev).",
+       {"interface"}},
+      {"efawatch_net_transmit_bytes_total",
+       T::kCounter,
+       "Bytes transmitted by the host's ethernet interface (from net/dev).",
+       {"interface"}},
+      // Fabric responder.
+      {"efawatch_fabric_responder_up",
+       T::kGauge,
+       "1 when the fabric responder runs; labels name the libfabric provider and fabric in use.",
+       {"provider", "fabric"}},
+  };
+  // Names are kept as the driver spells them, so they stay recognisable next to sysfs.
+  static const std::vector<std::string> efa_names = [] {
+    std::vector<std::string> n;
+    for (const auto& c : efa::KnownCounters()) n.push_back(efa::MetricNameFor(c.name));
+    return n;
+  }();
+  for (size_t i = 0; i < efa::KnownCounters().size(); ++i) {
+    const auto& c = efa::KnownCounters()[i];
+    t.push_back({efa_names[i], T::kCounter, c.help,
+                 c.scope == efa::Scope::kPort ? std::vector<std::string_view>{"device", "port"}
+                                              : std::vector<std::string_view>{"device"}});
+  }
+  std::sort(t.begin(), t.end(),
+            [](const MetricDef& a, const MetricDef& b) { return a.name < b.name; });
+  return t;
+}
+
+std::string_view TypeName(MetricType t) { return t == MetricType::kCounter ? "counter" : "gauge"; }
+
+}  // namespace
+
+const std::vector<MetricDef>& MetricTable() {
+  static const std::vector<MetricDef> table = BuildTable();
+  return table;
+}
+
+const MetricDef* FindMetric(std::string_view name) {
+  const auto& t = MetricTable();
+  auto it = std::lower_bound(t.begin(), t.end(), name,
+                             [](const MetricDef& d, std::string_view n) { return d.name < n; });
+  return it != t.end() && it->name == name ? &*it : nullptr;
+}
+
+std::string RenderMetricsDoc() {
+  std::string out =
+      "# Metrics\n\n"
+      "Generated from `daemon/export/metric_table.cc` (a unit test keeps this file in step).\n"
+      "All metrics are served on `/metrics` of the agent's `--metrics-listen` address.\n\n"
+      "| name | type | labels | help |\n|---|---|---|---|\n";
+  for (const auto& d : MetricTable()) {
+    std::string labels;
+    for (auto l : d.labels) (labels += labels.empty() ? "" : ", ") += l;
+    ((((out += "| `") += d.name) += "` | ") += TypeName(d.type)) += " | ";
+    (((out += labels) += " | ") += d.help) += " |\n";
+  }
+  return out;
+}
+
+}  // namespace efawatch::exporter

@@ -1,0 +1,94 @@
+#include "daemon/export/prometheus_edge.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/exposer.h>
+#include <prometheus/metric_family.h>
+
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/export/family_sink.h"
+#include "daemon/export/metric_table.h"
+#include "spdlog/spdlog.h"
+
+namespace efawatch::exporter {
+
+class PrometheusEdge::Scraper final : public prometheus::Collectable {
+ public:
+  Scraper(PrometheusEdgeOptions options, std::vector<common::Collector*> collectors,
+          common::CollectorStatusBoard* status, const common::Clock& clock)
+      : options_(std::move(options)),
+        collectors_(std::move(collectors)),
+        status_(status),
+        clock_(clock) {
+    for (auto* c : collectors_) status_->Register(std::string(c->Name()));
+  }
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::lock_guard lock(mu_);
+    FamilySink sink;
+    sink.Add("efawatch_build_info",
+             {{"version", options_.build.version},
+              {"revision", options_.build.revision},
+              {"nccl", options_.build.nccl}},
+             1);
+    sink.Add("efawatch_start_time_seconds", {},
+             std::chrono::duration<double>(options_.start_time.time_since_epoch()).count());
+    for (auto* c : collectors_) {
+      const std::string name(c->Name());
+      const auto start = clock_.Now();
+      const auto deadline = start + options_.collector_budget;
+      absl::Status st;
+      try {
+        st = c->Collect(deadline, sink);
+      } catch (const std::exception& e) {
+        st = absl::InternalError(absl::StrCat("collector threw: ", e.what()));
+      }
+      const auto end = clock_.Now();
+      if (st.ok() && end > deadline) {
+        st = absl::DeadlineExceededError("collector ran past its time budget");
+      }
+      const double secs = std::chrono::duration<double>(end - start).count();
+      if (!st.ok()) spdlog::warn("collector {} failed: {}", name, std::string(st.message()));
+      status_->Record(name, st, clock_.WallNow(), secs);
+      sink.Add("efawatch_collector_success", {{"collector", name}}, st.ok() ? 1 : 0);
+      sink.Add("efawatch_collector_duration_seconds", {{"collector", name}}, secs);
+    }
+    return sink.Take();
+  }
+
+ private:
+  const PrometheusEdgeOptions options_;
+  const std::vector<common::Collector*> collectors_;
+  common::CollectorStatusBoard* status_;
+  const common::Clock& clock_;
+  mutable std::mutex mu_;
+};
+
+absl::StatusOr<std::unique_ptr<PrometheusEdge>> PrometheusEdge::Create(
+    PrometheusEdgeOptions options, std::vector<common::Collector*> collectors,
+    common::CollectorStatusBoard* status, const common::Clock& clock) {
+  std::unique_ptr<PrometheusEdge> edge(new PrometheusEdge());
+  const std::string listen = options.listen;
+  edge->scraper_ =
+      std::make_shared<Scraper>(std::move(options), std::move(collectors), status, clock);
+  try {
+    // civetweb wants "port" alone for "any address"; we accept the usual ":port" too.
+    std::string civet = listen.starts_with(":") ? listen.substr(1) : listen;
+    edge->exposer_ = std::make_unique<prometheus::Exposer>(civet, 2);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("metrics listen ", listen, ": cannot bind (", e.what(), ")"));
+  }
+  edge->exposer_->RegisterCollectable(edge->scraper_);
+  const auto ports = edge->exposer_->GetListeningPorts();
+  if (ports.empty())
+    return absl::UnavailableError(absl::StrCat("metrics listen ", listen, ": no listening port"));
+  edge->port_ = ports.front();
+  return edge;
+}
+
+PrometheusEdge::~PrometheusEdge() = default;
+
+}  // namespace efawatch::exporter

@@ -1,0 +1,56 @@
+// efawatchd: parse the configuration, build the App, wait for SIGTERM/SIGINT, stop.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "daemon/app.h"
+#include "daemon/config.h"
+#include "daemon/export/metric_table.h"
+#include "daemon/logging.h"
+#include "efawatch/version.h"
+#include "spdlog/spdlog.h"
+
+int main(int argc, char** argv) {
+  // Block the stop signals before any thread exists, so every thread inherits the mask and
+  // sigwait() below is the only place they are delivered.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A vanished scraper or gRPC peer must not kill the agent.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto parsed = efawatch::ParseConfig({argv + 1, argv + argc}, efawatch::ProcessEnvironment());
+  if (!parsed.ok()) {
+    std::cerr << "efawatchd: " << parsed.status().message() << "\n";
+    return 2;
+  }
+  switch (parsed->action) {
+    case efawatch::Action::kHelp:
+      std::cout << parsed->help_text;
+      return 0;
+    case efawatch::Action::kVersion:
+      std::cout << "efawatchd " << EFAWATCH_VERSION << " (" << EFAWATCH_REVISION << ")\n";
+      return 0;
+    case efawatch::Action::kMetricsDoc:
+      std::cout << efawatch::exporter::RenderMetricsDoc();
+      return 0;
+    case efawatch::Action::kRun:
+      break;
+  }
+  efawatch::SetupLogging(parsed->config.log_format, parsed->config.log_level);
+
+  auto app = efawatch::App::Create(parsed->config, efawatch::common::SystemClock::Get());
+  if (!app.ok()) {
+    std::cerr << "efawatchd: " << app.status().message() << "\n";
+    return 2;
+  }
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("signal {}: stopping", sig);
+  (*app)->Stop();
+  app->reset();
+  spdlog::info("stopped");
+  return 0;
+}

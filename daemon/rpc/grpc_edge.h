@@ -1,0 +1,43 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/rpc/agent_handler.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace efawatch::rpc {
+
+struct GrpcEdgeOptions {
+  std::string listen;         // host:port; port 0 picks a free one
+  std::string tls_cert_file;  // empty: plaintext (config validation allows it on loopback only)
+  std::string tls_key_file;
+  std::string tls_client_ca_file;  // non-empty: mutual TLS, client certificates required
+};
+
+/// The only place in the daemon that knows gRPC. Serves efawatch.v1.Agent (callback API) over
+/// the handler, the standard grpc.health.v1.Health service and server reflection.
+/// Thread-safe; Shutdown() (also run by the destructor) returns within about a second.
+class GrpcEdge {
+ public:
+  static absl::StatusOr<std::unique_ptr<GrpcEdge>> Create(const GrpcEdgeOptions& options,
+                                                          const AgentHandler* handler);
+  ~GrpcEdge();
+
+  int port() const { return port_; }
+  void Shutdown();
+
+ private:
+  class AgentService;
+  GrpcEdge() = default;
+
+  std::unique_ptr<AgentService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace efawatch::rpc

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing efawatch needs, from Debian 12 packages.
+# Idempotent and fast when everything is already there: apt runs only for missing packages.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake ninja-build pkg-config ccache git
+  # libraries
+  libfabric-dev prometheus-cpp-dev libgrpc++-dev libprotobuf-dev protobuf-compiler
+  protobuf-compiler-grpc libspdlog-dev libabsl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libgtest-dev libgmock-dev googletest
+  # checks: formatting, lint, fuzzing (clang's libFuzzer and sanitizer runtimes)
+  clang clang-format clang-tidy libclang-rt-14-dev
+  # tests and benchmarks: promtool/prometheus, libfabric's fabtests tools, certificates,
+  # network namespaces and fault injection, reference tools
+  prometheus libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: all packages present"

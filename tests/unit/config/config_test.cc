@@ -1,0 +1,121 @@
+#include "daemon/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/support/subprocess.h"
+
+namespace efawatch {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<Config> Parse(const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env = {}) {
+  auto p = ParseConfig(args, env);
+  if (!p.ok()) return p.status();
+  return p->config;
+}
+
+TEST(ConfigTest, DefaultsAvoidPortsTakenOnGpuNodes) {
+  auto c = Parse({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->metrics_listen, ":9477");
+  EXPECT_EQ(c->grpc_listen, "127.0.0.1:9478");
+  EXPECT_EQ(c->paths.sysfs, "/sys");
+  EXPECT_EQ(c->paths.pod_log_root, "/var/log/pods");
+  EXPECT_EQ(c->fabric_providers, (std::vector<std::string>{"efa", "tcp"}));
+  EXPECT_FALSE(c->node_name.empty()) << "node name defaults to the host name";
+}
+
+TEST(ConfigTest, FlagBeatsEnvironmentBeatsFileBeatsDefault) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("c.conf"),
+                     "# comment\nsysfs-root = /file/sys\nprocfs-root = \"/file/proc\"\n"
+                     "pod-log-root = /file/pods\n");
+  auto c = Parse({"--config", dir.File("c.conf"), "--sysfs-root=/flag/sys"},
+                 {{"EFAWATCH_SYSFS_ROOT", "/env/sys"}, {"EFAWATCH_PROCFS_ROOT", "/env/proc"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->paths.sysfs, "/flag/sys");
+  EXPECT_EQ(c->paths.procfs, "/env/proc");
+  EXPECT_EQ(c->paths.pod_log_root, "/file/pods");
+  EXPECT_EQ(c->state_dir, "/var/lib/efawatch");
+}
+
+TEST(ConfigTest, ConfigFileComesFromEnvironmentToo) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("c.conf"), "log-format = json\n");
+  auto c = Parse({}, {{"EFAWATCH_CONFIG", dir.File("c.conf")}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->log_format, LogFormat::kJson);
+}
+
+TEST(ConfigTest, BooleanFlagsTakeNoValueOrAnExplicitOne) {
+  auto c = Parse({"--grpc-insecure", "--grpc-listen", "0.0.0.0:1", "--fabric-responder=false"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->grpc_insecure);
+  EXPECT_FALSE(c->fabric_responder);
+}
+
+struct BadCase {
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+  std::string expected;
+};
+
+class ConfigBadTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ConfigBadTest, IsRejectedWithOneLineNamingTheProblem) {
+  auto c = Parse(GetParam().args, GetParam().env);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr(GetParam().expected));
+  EXPECT_EQ(std::string(c.status().message()).find('\n'), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, ConfigBadTest,
+    ::testing::Values(BadCase{{"--no-such-flag"}, {}, "unknown flag --no-such-flag"},
+                      BadCase{{"positional"}, {}, "unexpected argument"},
+                      BadCase{{"--metrics-listen", "1.2.3.4"}, {}, "--metrics-listen=1.2.3.4"},
+                      BadCase{{"--metrics-listen", "127.0.0.1:70000"}, {}, "port must be"},
+                      BadCase{{"--grpc-listen", "300.1.1.1:5"}, {}, "--grpc-listen=300.1.1.1:5"},
+                      BadCase{{"--grpc-listen", "10.0.0.1:9478"}, {}, "not a loopback address"},
+                      BadCase{{"--grpc-tls-cert", "/nonexistent/c.pem", "--grpc-tls-key",
+                               "/nonexistent/k"},
+                              {},
+                              "--grpc-tls-cert=/nonexistent/c.pem: cannot read file"},
+                      BadCase{{"--grpc-tls-cert", "/etc/hostname"}, {}, "go together"},
+                      BadCase{{"--log-format", "xml"}, {}, "must be text or json"},
+                      BadCase{{"--collector-budget-ms", "5"}, {}, "from 10 to 60000"},
+                      BadCase{{"--config", "/nonexistent.conf"}, {}, "cannot read"},
+                      BadCase{{}, {{"EFAWATCH_LOG_LEVEL", "loud"}}, "(from EFAWATCH_LOG_LEVEL)"},
+                      BadCase{{"--sysfs-root"}, {}, "needs a value"}));
+
+TEST(ConfigTest, UnknownKeyInConfigFileNamesFileAndLine) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("c.conf"), "log-format = json\nbogus = 1\n");
+  auto c = Parse({"--config", dir.File("c.conf")});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("c.conf:2: unknown key `bogus`"));
+}
+
+TEST(ConfigTest, HelpIsPrintedNotAnError) {
+  auto p = ParseConfig({"--help"}, {});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->action, Action::kHelp);
+  EXPECT_THAT(p->help_text, HasSubstr("EFAWATCH_METRICS_LISTEN"));
+}
+
+TEST(ConfigTest, LoopbackDetection) {
+  EXPECT_TRUE(IsLoopbackAddress("127.0.0.1:1"));
+  EXPECT_TRUE(IsLoopbackAddress("127.9.9.9:1"));
+  EXPECT_TRUE(IsLoopbackAddress("[::1]:1"));
+  EXPECT_TRUE(IsLoopbackAddress("localhost:1"));
+  EXPECT_FALSE(IsLoopbackAddress(":1"));
+  EXPECT_FALSE(IsLoopbackAddress("0.0.0.0:1"));
+  EXPECT_FALSE(IsLoopbackAddress("[::]:1"));
+}
+
+}  // namespace
+}  // namespace efawatch
