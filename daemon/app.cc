@@ -13,6 +13,7 @@
 #include "daemon/export/prometheus_edge.h"
 #include "daemon/rpc/grpc_edge.h"
 #include "efawatch/version.h"
+#include "probes/fabric/fabric_collector.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch {
@@ -86,14 +87,35 @@ absl::Status App::Start() {
     spdlog::info("log analysis: pod log root {}", config_.paths.pod_log_root.string());
   }
 
+  // The fabric is optional: a node without a usable provider still reports everything else, and
+  // says why it has no responder.
+  fabric::FabricServiceOptions fopts;
+  fopts.endpoint.providers = config_.fabric_providers;
+  fopts.endpoint.interface = config_.fabric_interface;
+  fopts.responder = config_.fabric_responder;
+  if (auto fabric = fabric::FabricService::Create(fopts, clock_); fabric.ok()) {
+    fabric_ = *std::move(fabric);
+    fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
+    if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
+      spdlog::info("fabric responder: provider {} fabric {} domain {} at {}", r->info().provider,
+                   r->info().fabric, r->info().domain, r->printable_address());
+    } else {
+      spdlog::info("fabric responder: off (--fabric-responder=false); probes still run");
+    }
+  } else {
+    spdlog::warn("fabric: {}; no responder and no fabric probes",
+                 std::string(fabric.status().message()));
+  }
+
   exporter::PrometheusEdgeOptions mopts;
   mopts.listen = config_.metrics_listen;
   mopts.build = {EFAWATCH_VERSION, EFAWATCH_REVISION, EFAWATCH_NCCL_VERSION};
   mopts.start_time = start_time_;
   mopts.collector_budget = config_.collector_budget;
-  auto metrics = exporter::PrometheusEdge::Create(
-      mopts, {process_collector_.get(), efa_.get(), findings_collector_.get()}, &collector_status_,
-      clock_);
+  std::vector<common::Collector*> collectors = {process_collector_.get(), efa_.get(),
+                                                findings_collector_.get()};
+  if (fabric_collector_) collectors.push_back(fabric_collector_.get());
+  auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
 
@@ -117,11 +139,16 @@ absl::Status App::Start() {
 }
 
 void App::Stop() {
-  // gRPC first: it calls back into us; the metrics edge next; collectors last.
+  // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once,
+  // so the gRPC shutdown below does not wait for a long probe. Then gRPC (it calls back into
+  // us); the metrics edge next; collectors last.
+  if (fabric_) fabric_->Stop();
   if (grpc_) grpc_->Shutdown();
   spdlog::debug("gRPC edge stopped");
   metrics_.reset();
   spdlog::debug("metrics edge stopped");
+  fabric_collector_.reset();
+  fabric_.reset();
   efa_.reset();
 }
 
@@ -139,6 +166,9 @@ common::NodeHealth App::GetNodeHealth() const {
   h.collectors = collector_status_.Snapshot();
   h.findings = *findings_.Snapshot();
   h.efa_devices = efa_ ? efa_->efa_devices() : 0;
+  if (fabric_ && fabric_->responder() != nullptr) {
+    h.fabric_provider = fabric_->responder()->info().provider;
+  }
   return h;
 }
 

@@ -20,6 +20,9 @@ class GrpcEdge;
 namespace efa {
 class EfaMonitor;
 }
+namespace fabric {
+class FabricCollector;
+}
 namespace common {
 class ProcessCollector;
 class FindingsCollector;
@@ -37,6 +40,7 @@ class App final : public rpc::AgentHandler {
 
   void Stop();
   common::NodeHealth GetNodeHealth() const override;
+  fabric::FabricService* Fabric() const override { return fabric_.get(); }
 
   int metrics_port() const;
   int grpc_port() const;
@@ -53,6 +57,8 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<common::ProcessCollector> process_collector_;
   std::unique_ptr<common::FindingsCollector> findings_collector_;
   std::unique_ptr<efa::EfaMonitor> efa_;
+  std::unique_ptr<fabric::FabricService> fabric_;  // Null when no provider could be opened.
+  std::unique_ptr<fabric::FabricCollector> fabric_collector_;
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };

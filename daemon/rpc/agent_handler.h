@@ -1,6 +1,8 @@
 #pragma once
 
+#include "absl/status/statusor.h"
 #include "daemon/common/node_health.h"
+#include "probes/fabric/fabric_service.h"
 
 namespace efawatch::rpc {
 
@@ -11,6 +13,10 @@ class AgentHandler {
  public:
   virtual ~AgentHandler() = default;
   virtual common::NodeHealth GetNodeHealth() const = 0;
+
+  /// The fabric service (responder + probes), or null when the agent runs without one. The edge
+  /// validates and starts probes through it; it is thread-safe and never blocks its caller.
+  virtual fabric::FabricService* Fabric() const { return nullptr; }
 };
 
 }  // namespace efawatch::rpc
