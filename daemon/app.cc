@@ -14,6 +14,7 @@
 #include "daemon/rpc/grpc_edge.h"
 #include "efawatch/version.h"
 #include "probes/fabric/fabric_collector.h"
+#include "probes/fabric/fabric_findings.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch {
@@ -93,6 +94,7 @@ absl::Status App::Start() {
   fopts.endpoint.providers = config_.fabric_providers;
   fopts.endpoint.interface = config_.fabric_interface;
   fopts.responder = config_.fabric_responder;
+  fopts.on_probe_done = [this] { PublishFabricFindings(); };
   if (auto fabric = fabric::FabricService::Create(fopts, clock_); fabric.ok()) {
     fabric_ = *std::move(fabric);
     fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
@@ -102,6 +104,7 @@ absl::Status App::Start() {
     } else {
       spdlog::info("fabric responder: off (--fabric-responder=false); probes still run");
     }
+    PublishFabricFindings();
   } else {
     spdlog::warn("fabric: {}; no responder and no fabric probes",
                  std::string(fabric.status().message()));
@@ -153,6 +156,18 @@ void App::Stop() {
 }
 
 App::~App() { Stop(); }
+
+void App::PublishFabricFindings() {
+  fabric::FabricFindingInputs in;
+  if (const fabric::Responder* r = fabric_ ? fabric_->responder() : nullptr; r != nullptr) {
+    in.has_responder = true;
+    in.responder = r->info();
+    in.responder_printable = r->printable_address();
+    in.peers = fabric_->PeerStates();
+  }
+  in.efa_devices = efa_ ? efa_->efa_devices() : 0;
+  findings_.Publish("fabric", fabric::EvaluateFabricFindings(in));
+}
 
 int App::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 int App::grpc_port() const { return grpc_ ? grpc_->port() : 0; }

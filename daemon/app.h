@@ -48,6 +48,9 @@ class App final : public rpc::AgentHandler {
  private:
   App(const Config& config, const common::Clock& clock);
   absl::Status Start();
+  // Re-evaluates the fabric findings (not on EFA, loopback address) and publishes them. Called at
+  // start and from probe threads after each probe.
+  void PublishFabricFindings();
 
   const Config config_;
   const common::Clock& clock_;

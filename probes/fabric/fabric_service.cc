@@ -111,6 +111,7 @@ void FabricService::StartPing(PingOptions o, PingDone done) {
     absl::StatusOr<PingResult> r = Ping(o, stop, clock_);
     if (r.ok()) {
       Record(r->peer_address, &*r, nullptr, r->end != ProbeEnd::kCompleted);
+      Notify();
     }
     (*shared_done)(std::move(r));
   });
@@ -149,7 +150,10 @@ void FabricService::StartBandwidth(BandwidthOptions o, BandwidthDone done) {
       bw_busy_ = false;
     }
     bw_free_.notify_one();
-    if (r.ok()) Record(r->peer_address, nullptr, &*r, r->end != ProbeEnd::kCompleted);
+    if (r.ok()) {
+      Record(r->peer_address, nullptr, &*r, r->end != ProbeEnd::kCompleted);
+      Notify();
+    }
     (*shared_done)(std::move(r));
   });
   if (!started) {
@@ -179,6 +183,10 @@ void FabricService::Record(const std::string& peer, const PingResult* ping,
   }
   if (bw != nullptr) s.bandwidth = *bw;
   if (failed) ++s.failures;
+}
+
+void FabricService::Notify() const {
+  if (options_.on_probe_done) options_.on_probe_done();
 }
 
 std::vector<PeerProbeState> FabricService::PeerStates() const {

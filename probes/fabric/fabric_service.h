@@ -46,6 +46,9 @@ struct FabricServiceOptions {
   ResponderOptions responder_options;  ///< Its `endpoint` is replaced by `endpoint` above.
   ProbeLimits limits;
   size_t max_peers = 64;  ///< Peers kept in the per-peer table (least recently probed dropped).
+  /// Called on the probe's thread after each probe's result is recorded (the app re-evaluates
+  /// its fabric findings). Must not call back into StartPing/StartBandwidth synchronously.
+  std::function<void()> on_probe_done;
 };
 
 /// The agent's fabric side: the responder plus on-demand probes, each run on its own jthread so
@@ -83,6 +86,7 @@ class FabricService {
   bool Launch(std::function<void(std::stop_token)> work);
   void Record(const std::string& peer, const PingResult* ping, const BandwidthResult* bw,
               bool failed);
+  void Notify() const;
 
   const FabricServiceOptions options_;
   const common::Clock& clock_;
