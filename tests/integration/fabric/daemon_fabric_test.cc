@@ -24,16 +24,13 @@ using namespace std::chrono_literals;
 
 class Agent {
  public:
-  explicit Agent(const std::string& provider = "tcp") {
-    std::vector<std::string> argv = {testing::BinaryPath("bin/efawatchd"),
-                                     "--metrics-listen=127.0.0.1:0",
-                                     "--grpc-listen=127.0.0.1:0",
-                                     "--port-file=" + dir_.File("ports.json"),
-                                     "--sysfs-root=" + dir_.path(),
-                                     "--pod-log-root=" + dir_.path(),
-                                     "--state-dir=" + dir_.path(),
-                                     "--fabric-providers=" + provider,
-                                     "--fabric-interface=lo"};
+  explicit Agent(const std::string& provider = "tcp", const std::string& interface = "lo") {
+    std::vector<std::string> argv = {
+        testing::BinaryPath("bin/efawatchd"), "--metrics-listen=127.0.0.1:0",
+        "--grpc-listen=127.0.0.1:0",          "--port-file=" + dir_.File("ports.json"),
+        "--sysfs-root=" + dir_.path(),        "--pod-log-root=" + dir_.path(),
+        "--state-dir=" + dir_.path(),         "--fabric-providers=" + provider,
+        "--fabric-interface=" + interface};
     proc_ = std::make_unique<Subprocess>(argv);
     const std::regex re(R"re("metrics": (\d+), "grpc": (\d+))re");
     const auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -239,6 +236,32 @@ TEST_F(DaemonFabricTest, SecondBandwidthProbeWaitsThenIsResourceExhausted) {
   grpc::Status first_st = first.get();
   ASSERT_TRUE(first_st.ok()) << first_st.error_message();
   EXPECT_EQ(slow_resp.end(), v1::PROBE_END_COMPLETED) << slow_resp.last_error();
+}
+
+// The other providers the agent may end up on; shm has one domain ("shm"), so no interface.
+TEST(DaemonFabricProvidersTest, PingAndBandwidthOverSocketsAndShm) {
+  for (auto [provider, interface] : {std::pair{"sockets", "lo"}, std::pair{"shm", ""}}) {
+    SCOPED_TRACE(provider);
+    Agent a(provider, interface), b(provider, interface);
+    ASSERT_TRUE(a.ok()) << a.proc().Stderr();
+    ASSERT_TRUE(b.ok()) << b.proc().Stderr();
+    v1::PingRequest req;
+    req.set_peer_agent(b.grpc_address());
+    req.set_count(50);
+    v1::PingResponse resp;
+    grpc::Status st = Ping(a, req, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(resp.received(), 50u) << resp.last_error();
+    EXPECT_THAT(resp.local().provider(), HasSubstr(provider));
+    v1::BandwidthRequest breq;
+    breq.set_peer_agent(b.grpc_address());
+    breq.add_sizes(1 << 20);
+    breq.set_ms_per_size(100);
+    v1::BandwidthResponse bresp;
+    st = Bandwidth(a, breq, &bresp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(bresp.points_size(), 1) << bresp.last_error();
+  }
 }
 
 }  // namespace
