@@ -154,7 +154,7 @@ void LookupPeer(const std::string& peer_agent, std::chrono::milliseconds timeout
   call->ctx.set_deadline(std::chrono::system_clock::now() + timeout);
   call->stub->async()->GetFabricAddress(
       &call->ctx, &call->request, &call->response,
-      [call, peer_agent, done = std::move(done)](grpc::Status s) {
+      [call, peer_agent, done = std::move(done)](const grpc::Status& s) {
         if (!s.ok()) {
           done(absl::UnavailableError(
               absl::StrCat("peer agent ", peer_agent, ": GetFabricAddress: ", s.error_message())));

@@ -76,11 +76,11 @@ uint32_t NegotiatedApiVersion() {
   return std::min<uint32_t>(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), fi_version());
 }
 
-AlignedBuffer::AlignedBuffer(size_t bytes)
+AlignedBuffer::AlignedBuffer(size_t bytes, bool zero)
     : data_(static_cast<std::byte*>(::operator new[](
           (bytes + kPageBytes - 1) / kPageBytes * kPageBytes, std::align_val_t(kPageBytes)))),
       size_(bytes) {
-  std::memset(data_, 0, size_);
+  if (zero) std::memset(data_, 0, size_);
 }
 
 AlignedBuffer::~AlignedBuffer() { ::operator delete[](data_, std::align_val_t(kPageBytes)); }

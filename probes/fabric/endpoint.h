@@ -70,7 +70,9 @@ struct Completion {
 /// A page-aligned heap buffer (registration and DMA want page alignment).
 class AlignedBuffer {
  public:
-  explicit AlignedBuffer(size_t bytes);
+  /// `zero`: clear it, so a buffer that is sent never carries old heap bytes to a peer. Receive
+  /// buffers skip it: large ones then stay untouched (not resident) until traffic arrives.
+  explicit AlignedBuffer(size_t bytes, bool zero = true);
   ~AlignedBuffer();
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;

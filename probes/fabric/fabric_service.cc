@@ -96,7 +96,7 @@ bool FabricService::Launch(std::function<void(std::stop_token)> work) {
   if (stopping_ || workers_.size() >= options_.limits.max_running) return false;
   auto finished = std::make_shared<std::atomic<bool>>(false);
   workers_.emplace_back(std::jthread([work = std::move(work), finished](std::stop_token stop) {
-                          work(stop);
+                          work(std::move(stop));
                           finished->store(true);
                         }),
                         finished);
@@ -107,7 +107,7 @@ void FabricService::StartPing(PingOptions o, PingDone done) {
   if (absl::Status s = Validate(o); !s.ok()) return done(s);
   o.endpoint = options_.endpoint;
   auto shared_done = std::make_shared<PingDone>(std::move(done));
-  const bool started = Launch([this, o, shared_done](std::stop_token stop) {
+  const bool started = Launch([this, o, shared_done](const std::stop_token& stop) {
     absl::StatusOr<PingResult> r = Ping(o, stop, clock_);
     if (r.ok()) {
       Record(r->peer_address, &*r, nullptr, r->end != ProbeEnd::kCompleted);
@@ -144,7 +144,7 @@ void FabricService::StartBandwidth(BandwidthOptions o, BandwidthDone done) {
     BandwidthOptions left = o;
     left.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(
         o.deadline - (std::chrono::steady_clock::now() - start));
-    absl::StatusOr<BandwidthResult> r = Bandwidth(left, stop, clock_);
+    absl::StatusOr<BandwidthResult> r = Bandwidth(left, std::move(stop), clock_);
     {
       std::lock_guard<std::mutex> lock(mu_);
       bw_busy_ = false;

@@ -41,7 +41,7 @@ const char* ProbeEndName(ProbeEnd end) {
   return "unknown";
 }
 
-absl::StatusOr<PingResult> Ping(const PingOptions& options, std::stop_token stop,
+absl::StatusOr<PingResult> Ping(const PingOptions& options, const std::stop_token& stop,
                                 const common::Clock& clock) {
   const auto start = clock.Now();
   const auto deadline = start + options.deadline;

@@ -57,7 +57,7 @@ struct PingResult {
 /// provider rejects, bad options); a dead peer is a result with loss and `end` set, returned
 /// within `deadline`. Busy-polls while waiting for a pong (that is what the RTT is for), backing
 /// off to 100 µs sleeps once a pong is 2 ms late.
-absl::StatusOr<PingResult> Ping(const PingOptions& options, std::stop_token stop = {},
+absl::StatusOr<PingResult> Ping(const PingOptions& options, const std::stop_token& stop = {},
                                 const common::Clock& clock = common::SystemClock::Get());
 
 /// 4 KiB, 16 KiB, ... 4 MiB, 8 MiB.

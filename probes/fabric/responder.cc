@@ -42,7 +42,8 @@ absl::StatusOr<std::unique_ptr<Responder>> Responder::Create(const ResponderOpti
   r->sessions_.resize(std::max<size_t>(options.max_sessions, 1));
   for (size_t i = 0; i < options.rx_depth; ++i) {
     auto slot = std::make_unique<Slot>();
-    slot->buf = std::make_unique<AlignedBuffer>(r->options_.max_message_bytes);
+    // Not zeroed: a slot only ever sends back what it received.
+    slot->buf = std::make_unique<AlignedBuffer>(r->options_.max_message_bytes, /*zero=*/false);
     auto desc = r->endpoint_->Register(slot->buf->span());
     if (!desc.ok()) return desc.status();
     slot->desc = *desc;
@@ -56,7 +57,7 @@ absl::StatusOr<std::unique_ptr<Responder>> Responder::Create(const ResponderOpti
     if (ret != 0) return FiStatus("fi_recv", ret);
   }
   Responder* self = r.get();
-  r->thread_ = std::jthread([self](std::stop_token stop) { self->Run(stop); });
+  r->thread_ = std::jthread([self](const std::stop_token& stop) { self->Run(stop); });
   return r;
 }
 
@@ -90,7 +91,7 @@ absl::Status Responder::status() const {
   return status_;
 }
 
-void Responder::Run(std::stop_token stop) {
+void Responder::Run(const std::stop_token& stop) {
   // The eventfd lets Stop() interrupt a blocking poll(2) at once instead of after its timeout.
   std::stop_callback wake(stop, [fd = stop_fd_] {
     const uint64_t one = 1;

@@ -80,7 +80,7 @@ class Responder {
  private:
   struct Slot;
   Responder() = default;
-  void Run(std::stop_token stop);
+  void Run(const std::stop_token& stop);
   void Post(Slot& slot);
   void Handle(Slot& slot, size_t len);
   void Reply(Slot& slot, size_t len, const std::string& to);
