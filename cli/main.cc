@@ -2,7 +2,10 @@
 // them to CLI11.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string>
+#include <vector>
 
+#include "cli/analyze.h"
 #include "cli/fabric.h"
 #include "cli/status.h"
 #include "efawatch/version.h"
@@ -77,6 +80,17 @@ int main(int argc, char** argv) {
   bw->add_option("--format", bw_format, "text or json")->check(CLI::IsMember({"text", "json"}));
   bw->callback([&] {
     exit_code = efawatch::cli::RunBandwidth(bw_conn, bw_args, bw_format, std::cout, std::cerr);
+  });
+
+  std::vector<std::string> analyze_files;
+  std::string analyze_format = "text";
+  auto* analyze =
+      app.add_subcommand("analyze", "Analyze NCCL_DEBUG=INFO logs (plain, CRI, docker json, .gz)");
+  analyze->add_option("--format", analyze_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  analyze->add_option("files", analyze_files, "log files, - for stdin")->required();
+  analyze->callback([&] {
+    exit_code = efawatch::cli::RunAnalyze(analyze_files, analyze_format, std::cout, std::cerr);
   });
 
   try {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/common/findings_collector.h"
@@ -11,6 +12,8 @@
 #include "daemon/efa/efa_monitor.h"
 #include "daemon/efa/instance_types.h"
 #include "daemon/export/prometheus_edge.h"
+#include "daemon/logs/pod_analysis.h"
+#include "daemon/logs/tailer.h"
 #include "daemon/rpc/grpc_edge.h"
 #include "efawatch/version.h"
 #include "probes/fabric/fabric_collector.h"
@@ -55,18 +58,42 @@ absl::Status App::Start() {
   process_collector_ = std::make_unique<common::ProcessCollector>();
   findings_collector_ = std::make_unique<common::FindingsCollector>(findings_);
 
+  std::error_code ec;
+  if (!std::filesystem::is_directory(config_.paths.pod_log_root, ec)) {
+    spdlog::warn("pod log root {} does not exist: no pod logs to analyze until it does",
+                 config_.paths.pod_log_root.string());
+  } else {
+    spdlog::info("log analysis: pod log root {}", config_.paths.pod_log_root.string());
+  }
+  logs::TailerOptions topts;
+  topts.pod_log_root = config_.paths.pod_log_root;
+  topts.max_files = config_.max_log_files;
+  std::filesystem::create_directories(config_.state_dir, ec);
+  if (std::filesystem::is_directory(config_.state_dir, ec)) {
+    topts.state_file = config_.state_dir / "logs-checkpoint.json";
+  } else {
+    spdlog::warn("state dir {} is not usable: log offsets will not survive a restart",
+                 config_.state_dir.string());
+  }
+  logs::PodAnalysisOptions popts;
+  popts.grace_period = config_.pod_grace_period;
+  pods_ = std::make_unique<logs::PodAnalysis>(popts, clock_, &findings_, nullptr);
+  tailer_ = std::make_unique<logs::Tailer>(topts, pods_.get(), clock_);
+  pods_->set_tailer_counters(&tailer_->counters());
   efa::EfaMonitorOptions eopts;
   eopts.sysfs_root = config_.paths.sysfs;
   eopts.procfs_root = config_.paths.procfs;
   eopts.interface_prefixes = config_.net_interface_prefixes;
+  eopts.min_read_interval = config_.efa_min_read_interval;
+  eopts.evaluate_interval = config_.efa_evaluate_interval;
   eopts.health.clear_after = config_.efa_clear_after;
   eopts.health.rise_thresholds = config_.efa_rise_thresholds;
   eopts.health.expected_devices = config_.efa_expected_devices > 0
                                       ? config_.efa_expected_devices
                                       : efa::ExpectedEfaDevices(config_.instance_type);
-  // TODO(#4): wire nccl_active to the live log analyzer; until then the log-free fallback rule
-  // has no NCCL activity signal and stays silent.
-  efa_ = std::make_unique<efa::EfaMonitor>(eopts, clock_, &findings_, nullptr, nullptr);
+  // The EFA fallback rule needs to know whether NCCL jobs run here: the log analysis says.
+  efa_ = std::make_unique<efa::EfaMonitor>(
+      eopts, clock_, &findings_, [this] { return pods_->NcclActive(); }, nullptr);
   efa_->EvaluateOnce();
   if (efa_->efa_devices() == 0) {
     spdlog::info("EFA: absent (no EFA devices under {}/class/infiniband)",
@@ -77,15 +104,6 @@ absl::Status App::Start() {
                  eopts.health.expected_devices > 0
                      ? fmt::format(", {} expected", eopts.health.expected_devices)
                      : "");
-  }
-  efa_->Start();
-
-  std::error_code ec;
-  if (!std::filesystem::is_directory(config_.paths.pod_log_root, ec)) {
-    spdlog::warn("pod log root {} does not exist: no pod logs to analyze until it does",
-                 config_.paths.pod_log_root.string());
-  } else {
-    spdlog::info("log analysis: pod log root {}", config_.paths.pod_log_root.string());
   }
 
   // The fabric is optional: a node without a usable provider still reports everything else, and
@@ -115,7 +133,7 @@ absl::Status App::Start() {
   mopts.build = {EFAWATCH_VERSION, EFAWATCH_REVISION, EFAWATCH_NCCL_VERSION};
   mopts.start_time = start_time_;
   mopts.collector_budget = config_.collector_budget;
-  std::vector<common::Collector*> collectors = {process_collector_.get(), efa_.get(),
+  std::vector<common::Collector*> collectors = {process_collector_.get(), efa_.get(), pods_.get(),
                                                 findings_collector_.get()};
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
@@ -138,21 +156,30 @@ absl::Status App::Start() {
       return st;
     }
   }
-  return absl::OkStatus();
+  // Background work starts once both edges are bound: a bad configuration exits before any.
+  efa_->Start();
+  return tailer_->Start();
 }
 
 void App::Stop() {
-  // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once,
-  // so the gRPC shutdown below does not wait for a long probe. Then gRPC (it calls back into
-  // us); the metrics edge next; collectors last.
+  // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once, so
+  // the gRPC shutdown below does not wait for a long probe.
   if (fabric_) fabric_->Stop();
+  // The two edges stop in parallel (each takes a few hundred milliseconds to drain) and before
+  // the modules they call into; SIGTERM must end the agent within 2 s.
+  std::thread metrics_stop([this] {
+    metrics_.reset();
+    spdlog::debug("metrics edge stopped");
+  });
   if (grpc_) grpc_->Shutdown();
   spdlog::debug("gRPC edge stopped");
-  metrics_.reset();
-  spdlog::debug("metrics edge stopped");
+  metrics_stop.join();
   fabric_collector_.reset();
   fabric_.reset();
+  if (tailer_) tailer_->Stop();  // writes the last checkpoint
   efa_.reset();
+  tailer_.reset();
+  pods_.reset();
 }
 
 App::~App() { Stop(); }
@@ -165,7 +192,8 @@ void App::PublishFabricFindings() {
     in.responder_printable = r->printable_address();
     in.peers = fabric_->PeerStates();
   }
-  in.efa_devices = efa_ ? efa_->efa_devices() : 0;
+  // libfabric's view of the host, not the configured (possibly fixture) sysfs root.
+  in.efa_devices = fabric::CountEfaDevicesForLibfabric();
   findings_.Publish("fabric", fabric::EvaluateFabricFindings(in));
 }
 

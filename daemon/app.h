@@ -23,6 +23,10 @@ class EfaMonitor;
 namespace fabric {
 class FabricCollector;
 }
+namespace logs {
+class Tailer;
+class PodAnalysis;
+}
 namespace common {
 class ProcessCollector;
 class FindingsCollector;
@@ -41,6 +45,7 @@ class App final : public rpc::AgentHandler {
   void Stop();
   common::NodeHealth GetNodeHealth() const override;
   fabric::FabricService* Fabric() const override { return fabric_.get(); }
+  common::FindingsBoard& findings() const override { return findings_; }
 
   int metrics_port() const;
   int grpc_port() const;
@@ -56,9 +61,11 @@ class App final : public rpc::AgentHandler {
   const common::Clock& clock_;
   const std::chrono::system_clock::time_point start_time_;
   common::CollectorStatusBoard collector_status_;
-  common::FindingsBoard findings_;
+  mutable common::FindingsBoard findings_;
   std::unique_ptr<common::ProcessCollector> process_collector_;
   std::unique_ptr<common::FindingsCollector> findings_collector_;
+  std::unique_ptr<logs::PodAnalysis> pods_;
+  std::unique_ptr<logs::Tailer> tailer_;
   std::unique_ptr<efa::EfaMonitor> efa_;
   std::unique_ptr<fabric::FabricService> fabric_;  // Null when no provider could be opened.
   std::unique_ptr<fabric::FabricCollector> fabric_collector_;

@@ -177,6 +177,45 @@ const std::vector<Option>& Options() {
          c.efa_rise_thresholds = m;
          return absl::OkStatus();
        }},
+      {"efa-min-read-interval-ms", false,
+       "Never read a device's counters more often than this (each read costs the device admin "
+       "commands).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 60000) {
+           return Bad("efa-min-read-interval-ms", v, "must be an integer from 0 to 60000");
+         }
+         c.efa_min_read_interval = std::chrono::milliseconds(n);
+         return absl::OkStatus();
+       }},
+      {"efa-evaluate-interval-seconds", false, "How often the EFA health rules run.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 3600) {
+           return Bad("efa-evaluate-interval-seconds", v, "must be an integer from 1 to 3600");
+         }
+         c.efa_evaluate_interval = std::chrono::seconds(n);
+         return absl::OkStatus();
+       }},
+      {"pod-grace-period-seconds", false,
+       "Keep a container's NCCL series and findings this long after its logs disappear.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 86400) {
+           return Bad("pod-grace-period-seconds", v, "must be an integer from 0 to 86400");
+         }
+         c.pod_grace_period = std::chrono::seconds(n);
+         return absl::OkStatus();
+       }},
+      {"max-log-files", false, "Most container log files followed at once (more are counted).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 100000) {
+           return Bad("max-log-files", v, "must be an integer from 1 to 100000");
+         }
+         c.max_log_files = static_cast<unsigned>(n);
+         return absl::OkStatus();
+       }},
       {"net-interface-prefixes", false,
        "Ethernet interfaces (name prefixes) whose bytes the EFA fallback check compares.",
        [](Config& c, const std::string& v) -> absl::Status {

@@ -41,6 +41,10 @@ struct Config {
   std::chrono::seconds efa_clear_after{600};
   std::map<std::string, uint64_t> efa_rise_thresholds = {{"rx_drops", 100}};
   std::vector<std::string> net_interface_prefixes = {"eth", "ens", "enp", "eno"};
+  std::chrono::milliseconds efa_min_read_interval{1000};
+  std::chrono::seconds efa_evaluate_interval{15};
+  std::chrono::seconds pod_grace_period{300};
+  unsigned max_log_files = 4096;
 };
 
 /// What parsing asks the caller to do: run, or print something and exit 0.

@@ -7,7 +7,31 @@ namespace efawatch::common {
 
 void FindingsBoard::Publish(const std::string& owner, std::vector<Finding> findings) {
   const auto now = clock_.WallNow();
-  std::lock_guard lock(mu_);
+  // listeners_mu_ first and for the whole call: publishes are serialized, so listeners see
+  // snapshots in order. Listeners may call Snapshot(), which takes only mu_.
+  std::lock_guard listeners_lock(listeners_mu_);
+  std::shared_ptr<const std::vector<Finding>> snapshot;
+  {
+    std::lock_guard lock(mu_);
+    PublishLocked(owner, std::move(findings), now);
+    snapshot = snapshot_;
+  }
+  for (auto& [id, listener] : listeners_) listener(snapshot);
+}
+
+int FindingsBoard::Subscribe(Listener listener) {
+  std::lock_guard lock(listeners_mu_);
+  listeners_[next_id_] = std::move(listener);
+  return next_id_++;
+}
+
+void FindingsBoard::Unsubscribe(int id) {
+  std::lock_guard lock(listeners_mu_);
+  listeners_.erase(id);
+}
+
+void FindingsBoard::PublishLocked(const std::string& owner, std::vector<Finding> findings,
+                                  std::chrono::system_clock::time_point now) {
   auto& previous = by_owner_[owner];
   for (auto& f : findings) {
     f.last_seen = now;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,13 +28,28 @@ class FindingsBoard {
   /// All current findings, most severe first.
   std::shared_ptr<const std::vector<Finding>> Snapshot() const;
 
+  using Listener = std::function<void(std::shared_ptr<const std::vector<Finding>>)>;
+  /// Calls `listener` with the new snapshot after every Publish, on the publisher's thread. A
+  /// listener must not block (queue and return) and must not call Subscribe or Unsubscribe.
+  int Subscribe(Listener listener);
+  /// After this returns the listener is not running and will not be called again.
+  void Unsubscribe(int id);
+
  private:
+  void PublishLocked(const std::string& owner, std::vector<Finding> findings,
+                     std::chrono::system_clock::time_point now);
   void RebuildLocked();
 
   const Clock& clock_;
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Finding>> by_owner_;
   std::shared_ptr<const std::vector<Finding>> snapshot_ = std::make_shared<std::vector<Finding>>();
+
+  // Separate from mu_ so listeners can read Snapshot(); held while listeners run so Unsubscribe
+  // can promise that none is running.
+  std::mutex listeners_mu_;
+  std::map<int, Listener> listeners_;
+  int next_id_ = 1;
 };
 
 }  // namespace efawatch::common

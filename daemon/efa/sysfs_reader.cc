@@ -1,5 +1,9 @@
 #include "daemon/efa/sysfs_reader.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <fstream>
@@ -12,14 +16,18 @@ namespace efawatch::efa {
 namespace fs = std::filesystem;
 namespace {
 
-// First line of a small sysfs file, without the newline; nullopt when it cannot be read.
+// First line of a small sysfs file, without the newline; nullopt when it cannot be read (a
+// port counter read returns an error such as ETIME when the device query fails). One open and
+// one read: a scrape of a p5 reads about 1,200 of these, so iostreams' overhead shows.
 std::optional<std::string> ReadLine(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return std::nullopt;
-  std::string line;
-  std::getline(in, line);
-  if (in.bad()) return std::nullopt;
-  return line;
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[256];
+  const ssize_t n = ::read(fd, buf, sizeof(buf));
+  ::close(fd);
+  if (n < 0) return std::nullopt;
+  std::string_view v(buf, static_cast<size_t>(n));
+  return std::string(v.substr(0, v.find('\n')));
 }
 
 std::string ReadOr(const fs::path& p, std::string fallback = "") {
@@ -34,26 +42,44 @@ std::optional<uint64_t> ParseU64(const std::string& s) {
   return v;
 }
 
+// Reads a small file relative to an open directory: one openat and one read, no path walk from
+// the root. Same contract as ReadLine.
+std::optional<std::string> ReadLineAt(int dir_fd, const char* name) {
+  const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[256];
+  const ssize_t n = ::read(fd, buf, sizeof(buf));
+  ::close(fd);
+  if (n < 0) return std::nullopt;
+  std::string_view v(buf, static_cast<size_t>(n));
+  return std::string(v.substr(0, v.find('\n')));
+}
+
 // Reads every counter file of `dir` whose scope is `scope` (or unknown), skipping `lifespan`,
-// which is the driver's cache window, not a counter.
+// which is the driver's cache window, not a counter. The directory is opened once and its files
+// read relative to it: a p5 scrape reads about 1,200 files and path walks dominated its cost.
 void ReadCounters(const fs::path& dir, Scope scope, std::map<std::string, uint64_t>& out,
                   std::vector<std::string>& unreadable, bool* saw_other_scope) {
-  std::error_code ec;
-  std::vector<fs::path> files;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    files.push_back(it->path());
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return;
+  DIR* d = ::fdopendir(dir_fd);
+  if (d == nullptr) {
+    ::close(dir_fd);
+    return;
   }
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
-    const std::string name = f.filename().string();
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+  }
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
     if (name == "lifespan") continue;
     const KnownCounter* known = FindKnownCounter(name);
     if (known != nullptr && known->scope != scope) {
       if (saw_other_scope != nullptr) *saw_other_scope = true;
       continue;
     }
-    auto line = ReadLine(f);
+    auto line = ReadLineAt(dir_fd, name.c_str());
     auto value = line ? ParseU64(*line) : std::nullopt;
     if (value) {
       out[name] = *value;
@@ -61,6 +87,7 @@ void ReadCounters(const fs::path& dir, Scope scope, std::map<std::string, uint64
       unreadable.push_back(name);
     }
   }
+  ::closedir(d);  // also closes dir_fd
 }
 
 std::string PciFromUevent(const fs::path& device_dir) {

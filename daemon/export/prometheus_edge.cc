@@ -1,11 +1,17 @@
 #include "daemon/export/prometheus_edge.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
 #include <prometheus/metric_family.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/export/family_sink.h"
@@ -89,6 +95,29 @@ absl::StatusOr<std::unique_ptr<PrometheusEdge>> PrometheusEdge::Create(
   return edge;
 }
 
-PrometheusEdge::~PrometheusEdge() = default;
+PrometheusEdge::~PrometheusEdge() {
+  if (exposer_ == nullptr) return;
+  // civetweb's master thread notices the stop flag only when its poll() on the listening socket
+  // returns, which can take seconds on an idle server; SIGTERM must end the agent within 2 s.
+  // Connecting to ourselves wakes it at once.
+  std::atomic<bool> stopped{false};
+  std::thread waker([&] {
+    while (!stopped.load()) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(port_));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (fd >= 0) {
+        (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+        ::close(fd);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  exposer_.reset();
+  stopped = true;
+  waker.join();
+}
 
 }  // namespace efawatch::exporter

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "absl/status/statusor.h"
+#include "daemon/common/findings_board.h"
 #include "daemon/common/node_health.h"
 #include "probes/fabric/fabric_service.h"
 
@@ -17,6 +18,8 @@ class AgentHandler {
   /// The fabric service (responder + probes), or null when the agent runs without one. The edge
   /// validates and starts probes through it; it is thread-safe and never blocks its caller.
   virtual fabric::FabricService* Fabric() const { return nullptr; }
+  /// The node's findings board, for streaming. Outlives the gRPC edge.
+  virtual common::FindingsBoard& findings() const = 0;
 };
 
 }  // namespace efawatch::rpc

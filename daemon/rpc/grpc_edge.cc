@@ -5,8 +5,11 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <chrono>
+#include <deque>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +35,18 @@ google::protobuf::Timestamp ToProto(std::chrono::system_clock::time_point t) {
   return ts;
 }
 
+void FillFinding(const common::Finding& f, v1::Finding* pf) {
+  pf->set_kind(f.kind);
+  pf->set_severity(static_cast<v1::Severity>(static_cast<int>(f.severity)));
+  pf->set_subject(f.subject);
+  pf->set_message(f.message);
+  pf->mutable_evidence()->set_source(f.evidence.source);
+  pf->mutable_evidence()->set_line(f.evidence.line);
+  pf->mutable_evidence()->set_text(f.evidence.text);
+  *pf->mutable_first_seen() = ToProto(f.first_seen);
+  *pf->mutable_last_seen() = ToProto(f.last_seen);
+}
+
 void Fill(const common::NodeHealth& h, v1::NodeHealth* out) {
   out->set_node(h.node);
   out->set_agent_version(h.agent_version);
@@ -45,18 +60,7 @@ void Fill(const common::NodeHealth& h, v1::NodeHealth* out) {
     if (c.last_run.time_since_epoch().count() != 0) *pc->mutable_last_run() = ToProto(c.last_run);
     pc->set_last_duration_seconds(c.last_duration_seconds);
   }
-  for (const auto& f : h.findings) {
-    auto* pf = out->add_findings();
-    pf->set_kind(f.kind);
-    pf->set_severity(static_cast<v1::Severity>(static_cast<int>(f.severity)));
-    pf->set_subject(f.subject);
-    pf->set_message(f.message);
-    pf->mutable_evidence()->set_source(f.evidence.source);
-    pf->mutable_evidence()->set_line(f.evidence.line);
-    pf->mutable_evidence()->set_text(f.evidence.text);
-    *pf->mutable_first_seen() = ToProto(f.first_seen);
-    *pf->mutable_last_seen() = ToProto(f.last_seen);
-  }
+  for (const auto& f : h.findings) FillFinding(f, out->add_findings());
   out->set_fabric_provider(h.fabric_provider);
   out->set_efa_devices(h.efa_devices);
 }
@@ -163,6 +167,110 @@ void LookupPeer(const std::string& peer_agent, std::chrono::milliseconds timeout
         }
       });
 }
+// One WatchFindings stream. Board updates arrive on the publisher's thread and are turned into
+// RAISED/CLEARED events in a bounded queue; gRPC writes them one at a time. A slow reader loses
+// events (counted as the next event's gap), never blocks a publisher.
+class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
+ public:
+  static constexpr size_t kMaxQueued = 1024;
+
+  WatchReactor(common::FindingsBoard& board, v1::Severity min_severity)
+      : board_(board), min_severity_(min_severity) {
+    OnSnapshot(board_.Snapshot());
+    subscription_ = board_.Subscribe([this](auto snap) { OnSnapshot(std::move(snap)); });
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      FinishOnce(grpc::Status::CANCELLED);
+      return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      writing_ = false;
+    }
+    WriteNext();
+  }
+
+  void OnCancel() override { FinishOnce(grpc::Status::CANCELLED); }
+
+  void OnDone() override {
+    board_.Unsubscribe(subscription_);  // after this no listener call is running
+    delete this;
+  }
+
+ private:
+  using Key = std::pair<std::string, std::string>;  // kind, subject
+
+  void OnSnapshot(std::shared_ptr<const std::vector<common::Finding>> snap) {
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      std::map<Key, common::Finding> now;
+      for (const auto& f : *snap) {
+        if (static_cast<int>(f.severity) < static_cast<int>(min_severity_)) continue;
+        now.emplace(Key{f.kind, f.subject}, f);
+      }
+      for (const auto& [key, f] : now) {
+        auto it = known_.find(key);
+        if (it == known_.end() || it->second.first_seen != f.first_seen) {
+          QueueLocked(v1::FindingEvent::RAISED, f);
+        }
+      }
+      for (const auto& [key, f] : known_) {
+        if (!now.contains(key)) QueueLocked(v1::FindingEvent::CLEARED, f);
+      }
+      known_ = std::move(now);
+    }
+    WriteNext();
+  }
+
+  void QueueLocked(v1::FindingEvent::Kind kind, const common::Finding& f) {
+    if (queue_.size() >= kMaxQueued) {
+      ++gap_;
+      return;
+    }
+    v1::FindingEvent e;
+    e.set_kind(kind);
+    FillFinding(f, e.mutable_finding());
+    e.set_gap(gap_);
+    gap_ = 0;
+    queue_.push_back(std::move(e));
+  }
+
+  // gRPC calls are made without holding mu_: a reaction that runs inline (OnWriteDone,
+  // OnDone) must not find the lock taken, and OnDone deletes the reactor.
+  void WriteNext() {
+    {
+      std::lock_guard lock(mu_);
+      if (writing_ || finished_ || queue_.empty()) return;
+      current_ = std::move(queue_.front());
+      queue_.pop_front();
+      writing_ = true;
+    }
+    StartWrite(&current_);
+  }
+
+  void FinishOnce(const grpc::Status& status) {
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+  common::FindingsBoard& board_;
+  const v1::Severity min_severity_;
+  int subscription_ = 0;
+  std::mutex mu_;
+  std::map<Key, common::Finding> known_;
+  std::deque<v1::FindingEvent> queue_;
+  v1::FindingEvent current_;
+  uint64_t gap_ = 0;
+  bool writing_ = false;
+  bool finished_ = false;
+};
 
 }  // namespace
 
@@ -239,6 +347,11 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
     };
     Start(reactor, request->peer_agent(), request->peer_address(), std::move(o), run);
     return reactor;
+  }
+
+  grpc::ServerWriteReactor<v1::FindingEvent>* WatchFindings(
+      grpc::CallbackServerContext* /*ctx*/, const v1::WatchFindingsRequest* request) override {
+    return new WatchReactor(handler_->findings(), request->min_severity());
   }
 
  private:
@@ -320,8 +433,9 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
 void GrpcEdge::Shutdown() {
   if (server_ == nullptr) return;
   server_->GetHealthCheckService()->Shutdown();
-  // In-flight calls get a second to finish, then are cancelled: SIGTERM must end us in < 2 s.
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  // In-flight calls get half a second to finish, then are cancelled (WatchFindings streams never
+  // finish by themselves): SIGTERM must end the agent within 2 s.
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   server_->Wait();
   server_.reset();
 }

@@ -1,8 +1,22 @@
 #include "probes/fabric/fabric_findings.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include "absl/strings/str_cat.h"
 
 namespace efawatch::fabric {
+
+unsigned CountEfaDevicesForLibfabric(const std::string& sysfs) {
+  unsigned n = 0;
+  std::error_code ec;
+  for (const auto& dev : std::filesystem::directory_iterator(sysfs + "/class/infiniband", ec)) {
+    std::string vendor;
+    std::ifstream(dev.path() / "device" / "vendor") >> vendor;
+    if (vendor == "0x1d0f") ++n;  // Amazon; see the reference notes §1.1.
+  }
+  return n;
+}
 
 bool IsLoopbackAddress(const std::string& printable) {
   // Printable forms differ per provider ("fi_sockaddr_in://127.0.0.1:4000", "127.0.0.1:4000",
@@ -19,7 +33,7 @@ std::vector<common::Finding> EvaluateFabricFindings(const FabricFindingInputs& i
   if (in.efa_devices > 0 && in.responder.provider != "efa") {
     common::Finding f;
     f.kind = "fabric_not_on_efa";
-    f.severity = common::Severity::kCritical;
+    f.severity = common::Severity::kWarning;
     f.subject = subject;
     f.message = absl::StrCat("node has ", in.efa_devices,
                              " EFA device(s) but the fabric "

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -295,6 +296,53 @@ TEST(DaemonTest, ServesEveryEfaCounterOfTheP5Fixture) {
   }
   EXPECT_GT(lines, 32 * 34);
   EXPECT_THAT(body, HasSubstr("efawatch_efa_devices_expected 32\n"));
+  ExpectCleanStop(agent.proc());
+}
+
+}  // namespace
+}  // namespace efawatch
+
+namespace efawatch {
+namespace {
+
+// EFA findings reach a WatchFindings stream when raised and again when they clear.
+TEST(DaemonTest, WatchFindingsStreamsEfaFindingsRaisedAndCleared) {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  const std::string fixture =
+      std::string(std::getenv("EFAWATCH_SOURCE_DIR")) + "/tests/fixtures/sysfs/g6.12xlarge";
+  fs::copy(fixture, dir.File("tree"), fs::copy_options::recursive);
+  const std::string counter =
+      dir.File("tree/sys/class/infiniband/rdmap0s31/hw_counters/no_completion_cmds");
+  Agent agent(dir, {"--sysfs-root=" + dir.File("tree/sys"),
+                    "--procfs-root=" + dir.File("tree/proc"), "--efa-evaluate-interval-seconds=1"});
+  ASSERT_TRUE(agent.ports()) << agent.proc().Stderr();
+
+  auto stub = v1::Agent::NewStub(Plain(agent.ports()->grpc));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+  auto reader = stub->WatchFindings(&ctx, v1::WatchFindingsRequest());
+  testing::WriteFile(counter, "1\n");
+  v1::FindingEvent e;
+  ASSERT_TRUE(reader->Read(&e)) << "stream ended before the finding was raised";
+  EXPECT_EQ(e.kind(), v1::FindingEvent::RAISED);
+  EXPECT_EQ(e.finding().kind(), "efa_admin_queue_stuck");
+  EXPECT_EQ(e.finding().severity(), v1::SEVERITY_CRITICAL);
+  EXPECT_EQ(e.finding().subject(), "rdmap0s31");
+
+  v1::NodeHealth h;
+  ASSERT_TRUE(NodeHealth(Plain(agent.ports()->grpc), &h).ok());
+  ASSERT_EQ(h.findings_size(), 1);
+  EXPECT_EQ(h.findings(0).kind(), "efa_admin_queue_stuck");
+  auto [status, body] = testing::HttpGet(agent.ports()->metrics, "/metrics");
+  EXPECT_THAT(
+      body, HasSubstr("efawatch_findings{kind=\"efa_admin_queue_stuck\",severity=\"critical\"} 1"));
+
+  testing::WriteFile(counter, "0\n");
+  ASSERT_TRUE(reader->Read(&e));
+  EXPECT_EQ(e.kind(), v1::FindingEvent::CLEARED);
+  EXPECT_EQ(e.finding().kind(), "efa_admin_queue_stuck");
+  ctx.TryCancel();
   ExpectCleanStop(agent.proc());
 }
 

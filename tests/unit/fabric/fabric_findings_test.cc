@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 namespace efawatch::fabric {
 namespace {
 
@@ -27,13 +30,13 @@ TEST(FabricFindingsTest, NothingWithoutResponder) {
   EXPECT_TRUE(EvaluateFabricFindings(in).empty());
 }
 
-TEST(FabricFindingsTest, TcpOnANodeWithEfaIsCritical) {
+TEST(FabricFindingsTest, TcpOnANodeWithEfaIsAWarning) {
   FabricFindingInputs in = Tcp("eth0", "fi_sockaddr_in://10.0.0.5:4000");
   in.efa_devices = 32;
   auto f = EvaluateFabricFindings(in);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].kind, "fabric_not_on_efa");
-  EXPECT_EQ(f[0].severity, common::Severity::kCritical);
+  EXPECT_EQ(f[0].severity, common::Severity::kWarning);
   EXPECT_NE(f[0].message.find("32 EFA"), std::string::npos);
 }
 
@@ -65,6 +68,19 @@ TEST(FabricFindingsTest, RecognizesLoopbackInEveryPrintableForm) {
   EXPECT_TRUE(IsLoopbackAddress("fi_sockaddr_in6://[::1]:4000"));
   EXPECT_FALSE(IsLoopbackAddress("fi_sockaddr_in://10.1.2.3:4000"));
   EXPECT_FALSE(IsLoopbackAddress("fi_shm://1234:0:0"));
+}
+
+TEST(FabricFindingsTest, CountsOnlyAmazonDevicesUnderTheRoot) {
+  const std::string root = ::testing::TempDir() + "/fabric_sysfs";
+  std::filesystem::remove_all(root);
+  for (auto [name, vendor] : {std::pair{"rdmap0s31", "0x1d0f"}, std::pair{"mlx5_0", "0x15b3"}}) {
+    const std::string dir = root + "/class/infiniband/" + name + "/device";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/vendor") << vendor << "\n";
+  }
+  EXPECT_EQ(CountEfaDevicesForLibfabric(root), 1u);
+  EXPECT_EQ(CountEfaDevicesForLibfabric(root + "/missing"), 0u);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -1,0 +1,329 @@
+#include "daemon/logs/pod_analysis.h"
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/nccl/record_scanner.h"
+
+namespace efawatch::logs {
+namespace {
+
+// "<time> <stream> P <text>": a record the runtime split; its first piece may lack the NCCL
+// token that a later piece carries, so partial pieces always reach the analyzer.
+bool IsCriPartial(std::string_view line) {
+  const size_t a = line.find(' ');
+  if (a == std::string_view::npos) return false;
+  const size_t b = line.find(' ', a + 1);
+  return b != std::string_view::npos && b + 2 < line.size() && line[b + 1] == 'P' &&
+         line[b + 2] == ' ';
+}
+
+common::Severity ToCommon(nccl::Severity s) {
+  switch (s) {
+    case nccl::Severity::kCritical:
+      return common::Severity::kCritical;
+    case nccl::Severity::kWarning:
+      return common::Severity::kWarning;
+    default:
+      return common::Severity::kInfo;
+  }
+}
+
+common::Labels PodLabels(const LogSource& s) {
+  return {{"namespace", s.namespace_name}, {"pod", s.pod}, {"container", s.container}};
+}
+
+}  // namespace
+
+PodAnalysis::PodAnalysis(PodAnalysisOptions options, const common::Clock& clock,
+                         common::FindingsBoard* board, const TailerCounters* tailer)
+    : options_(std::move(options)), clock_(clock), board_(board), tailer_(tailer) {}
+
+PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
+  // Lines arrive in runs from one file: the tailer's LogSource object is stable while the file
+  // is followed, so its address finds the container without building a key per line.
+  if (&source == last_source_ && last_path_ == &source.path && last_ != nullptr) return *last_;
+  const std::string key = source.Key();
+  auto it = containers_.find(key);
+  if (it == containers_.end()) {
+    if (containers_.size() >= options_.max_containers) {
+      auto oldest = containers_.begin();
+      for (auto i = containers_.begin(); i != containers_.end(); ++i) {
+        if (i->second.last_write < oldest->second.last_write) oldest = i;
+      }
+      containers_.erase(oldest);
+      last_ = nullptr;
+      ++evicted_;
+    }
+    it = containers_.emplace(key, Container{}).first;
+    it->second.source = source;
+  }
+  Container& c = it->second;
+  if (c.analyzer == nullptr || c.source.path != source.path) {
+    // A new run of the container (new restart file): its verdict starts afresh.
+    if (c.analyzer != nullptr) {
+      c.nccl_lines_before += c.analyzer->counters().nccl_lines;
+      c.malformed_before += c.analyzer->counters().malformed_lines;
+      c.has_restored = false;
+    } else if (c.has_restored && c.source.path != source.path) {
+      c.has_restored = false;
+    }
+    c.source = source;
+    nccl::AnalyzerOptions o = options_.analyzer;
+    o.envelope = source.format == Format::kCri          ? nccl::Envelope::kCri
+                 : source.format == Format::kDockerJson ? nccl::Envelope::kDockerJson
+                                                        : nccl::Envelope::kAuto;
+    o.group_by_source = true;
+    c.analyzer = std::make_unique<nccl::Analyzer>(o);
+  }
+  last_source_ = &source;
+  last_path_ = &source.path;
+  last_ = &c;
+  return c;
+}
+
+void PodAnalysis::OnLine(const LogSource& source, uint64_t line_no, std::string_view line) {
+  Container& c = Get(source);
+  ++c.lines;
+  c.gone = false;
+  c.dirty = true;
+  if (!nccl::MaybeNcclLine(line) && !IsCriPartial(line)) return;
+  c.analyzer->Feed(source.path.string(), line_no, line);
+}
+
+void PodAnalysis::OnSourceGone(const LogSource& source) {
+  last_ = nullptr;  // the tailer is about to drop this LogSource
+  auto it = containers_.find(source.Key());
+  if (it == containers_.end()) return;
+  it->second.gone = true;
+  it->second.gone_at = clock_.Now();
+  it->second.dirty = true;
+}
+
+ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding>* findings) const {
+  ContainerVerdict v;
+  v.source = c.source;
+  v.gone = c.gone;
+  v.lines = c.lines;
+  v.nccl_lines = c.nccl_lines_before;
+  v.malformed_lines = c.malformed_before;
+  bool own_evidence = false;
+  if (c.analyzer != nullptr) {
+    const nccl::Report r = c.analyzer->Snapshot();
+    v.nccl_lines += c.analyzer->counters().nccl_lines;
+    v.malformed_lines += c.analyzer->counters().malformed_lines;
+    v.tcp_fallback = r.summary.tcp_fallback;
+    v.loopback_misuse = r.summary.loopback_misuse;
+    v.net_plugin_missing = r.summary.net_plugin_missing;
+    v.gdr_disabled = r.summary.gdr_disabled;
+    v.network = r.summary.network;
+    v.transport = r.summary.inter_node_transport;
+    v.ofi_provider = r.summary.ofi_provider;
+    v.nccl_version = r.summary.nccl_version;
+    v.processes = r.processes.size();
+    for (const auto& p : r.processes) {
+      v.communicators += p.communicators.size();
+      v.warnings += p.warnings;
+      v.errors += p.errors;
+      own_evidence = own_evidence || !p.communicators.empty();
+    }
+    for (const auto& f : r.findings) {
+      if (f.severity == nccl::Severity::kInfo) continue;
+      common::Finding cf;
+      cf.kind = f.kind;
+      cf.severity = ToCommon(f.severity);
+      cf.subject = c.source.PodKey() + "/" + c.source.container;
+      cf.message = f.message;
+      cf.evidence.source = f.evidence.file;
+      cf.evidence.line = f.evidence.line;
+      cf.evidence.text = f.evidence.text;
+      findings->push_back(std::move(cf));
+    }
+  }
+  // Until this run shows communicators of its own, the verdict saved before an agent restart
+  // stands (the lines it came from are not read again).
+  if (c.has_restored && !own_evidence) {
+    const ContainerVerdict& o = c.restored;
+    v.tcp_fallback = v.tcp_fallback || o.tcp_fallback;
+    v.loopback_misuse = v.loopback_misuse || o.loopback_misuse;
+    v.net_plugin_missing = v.net_plugin_missing || o.net_plugin_missing;
+    v.gdr_disabled = v.gdr_disabled || o.gdr_disabled;
+    for (auto [mine, theirs] : {std::pair{&v.network, &o.network},
+                                {&v.transport, &o.transport},
+                                {&v.ofi_provider, &o.ofi_provider},
+                                {&v.nccl_version, &o.nccl_version}}) {
+      if (mine->empty() || *mine == "unknown") *mine = *theirs;
+    }
+    v.processes = std::max(v.processes, o.processes);
+    v.communicators = std::max(v.communicators, o.communicators);
+    v.warnings += o.warnings;
+    v.errors += o.errors;
+  }
+  return v;
+}
+
+void PodAnalysis::OnPassComplete() {
+  const auto now = clock_.Now();
+  last_ = nullptr;  // the tailer may free or reuse its LogSource objects between passes
+  for (auto& [key, c] : containers_) {
+    if (c.dirty) c.last_write = now;
+  }
+  bool changed = false;
+  for (auto it = containers_.begin(); it != containers_.end();) {
+    Container& c = it->second;
+    if (c.gone && now - c.gone_at >= options_.grace_period) {
+      last_ = nullptr;
+      it = containers_.erase(it);
+      changed = true;
+      continue;
+    }
+    changed = changed || c.dirty;
+    ++it;
+  }
+  if (!changed) return;
+  std::map<std::string, ContainerVerdict> verdicts;
+  std::vector<common::Finding> findings;
+  for (auto& [key, c] : containers_) {
+    // Reports are cheap (they grow with processes, not lines) but not free: only containers
+    // that changed are evaluated again.
+    if (c.dirty) {
+      c.findings.clear();
+      c.verdict = Evaluate(c, &c.findings);
+      c.dirty = false;
+    }
+    verdicts[key] = c.verdict;
+    if (!c.gone) findings.insert(findings.end(), c.findings.begin(), c.findings.end());
+  }
+  {
+    std::lock_guard lock(mu_);
+    verdicts_ = std::move(verdicts);
+    evicted_published_ = evicted_;
+  }
+  board_->Publish("nccl", std::move(findings));
+}
+
+std::string PodAnalysis::Checkpoint() const {
+  nlohmann::json j = nlohmann::json::array();
+  std::lock_guard lock(mu_);
+  for (const auto& [key, c] : containers_) {
+    auto v = verdicts_.find(key);
+    if (v == verdicts_.end()) continue;
+    const ContainerVerdict& x = v->second;
+    j.push_back({{"key", key},
+                 {"path", c.source.path.string()},
+                 {"namespace", c.source.namespace_name},
+                 {"pod", c.source.pod},
+                 {"uid", c.source.uid},
+                 {"container", c.source.container},
+                 {"lines", x.lines},
+                 {"nccl_lines", x.nccl_lines},
+                 {"malformed_lines", x.malformed_lines},
+                 {"tcp_fallback", x.tcp_fallback},
+                 {"loopback_misuse", x.loopback_misuse},
+                 {"net_plugin_missing", x.net_plugin_missing},
+                 {"gdr_disabled", x.gdr_disabled},
+                 {"network", x.network},
+                 {"transport", x.transport},
+                 {"ofi_provider", x.ofi_provider},
+                 {"nccl_version", x.nccl_version},
+                 {"processes", x.processes},
+                 {"communicators", x.communicators},
+                 {"warnings", x.warnings},
+                 {"errors", x.errors}});
+  }
+  return j.dump();
+}
+
+void PodAnalysis::Restore(std::string_view state) {
+  auto j = nlohmann::json::parse(state, nullptr, false);
+  if (!j.is_array()) return;
+  for (const auto& e : j) {
+    Container c;
+    c.source.path = e.value("path", std::string());
+    c.source.format = Format::kCri;
+    c.source.namespace_name = e.value("namespace", std::string());
+    c.source.pod = e.value("pod", std::string());
+    c.source.uid = e.value("uid", std::string());
+    c.source.container = e.value("container", std::string());
+    c.lines = e.value("lines", uint64_t{0});
+    c.nccl_lines_before = e.value("nccl_lines", uint64_t{0});
+    c.malformed_before = e.value("malformed_lines", uint64_t{0});
+    ContainerVerdict& v = c.restored;
+    v.source = c.source;
+    v.tcp_fallback = e.value("tcp_fallback", false);
+    v.loopback_misuse = e.value("loopback_misuse", false);
+    v.net_plugin_missing = e.value("net_plugin_missing", false);
+    v.gdr_disabled = e.value("gdr_disabled", false);
+    v.network = e.value("network", std::string());
+    v.transport = e.value("transport", std::string());
+    v.ofi_provider = e.value("ofi_provider", std::string());
+    v.nccl_version = e.value("nccl_version", std::string());
+    v.processes = e.value("processes", uint64_t{0});
+    v.communicators = e.value("communicators", uint64_t{0});
+    v.warnings = e.value("warnings", uint64_t{0});
+    v.errors = e.value("errors", uint64_t{0});
+    c.has_restored = true;
+    c.last_write = clock_.Now();
+    containers_[e.value("key", std::string())] = std::move(c);
+  }
+}
+
+bool PodAnalysis::NcclActive() const {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, v] : verdicts_) {
+    if (!v.gone && v.processes > 0) return true;
+  }
+  return false;
+}
+
+std::vector<ContainerVerdict> PodAnalysis::Verdicts() const {
+  std::lock_guard lock(mu_);
+  std::vector<ContainerVerdict> out;
+  for (const auto& [key, v] : verdicts_) out.push_back(v);
+  return out;
+}
+
+absl::Status PodAnalysis::Collect(std::chrono::steady_clock::time_point /*deadline*/,
+                                  common::MetricSink& sink) {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, v] : verdicts_) {
+    const common::Labels l = PodLabels(v.source);
+    sink.Add("efawatch_logs_lines_total", l, static_cast<double>(v.lines));
+    sink.Add("efawatch_logs_nccl_lines_total", l, static_cast<double>(v.nccl_lines));
+    if (v.nccl_lines == 0) continue;  // pods without NCCL get no verdict series
+    sink.Add("efawatch_nccl_tcp_fallback", l, v.tcp_fallback ? 1 : 0);
+    sink.Add("efawatch_nccl_loopback_misuse", l, v.loopback_misuse ? 1 : 0);
+    sink.Add("efawatch_nccl_net_plugin_missing", l, v.net_plugin_missing ? 1 : 0);
+    sink.Add("efawatch_nccl_gdr_disabled", l, v.gdr_disabled ? 1 : 0);
+    common::Labels info = l;
+    info.push_back({"network", v.network});
+    info.push_back({"transport", v.transport});
+    info.push_back({"ofi_provider", v.ofi_provider});
+    info.push_back({"nccl_version", v.nccl_version});
+    sink.Add("efawatch_nccl_info", info, 1);
+    sink.Add("efawatch_nccl_processes", l, static_cast<double>(v.processes));
+    sink.Add("efawatch_nccl_communicators", l, static_cast<double>(v.communicators));
+    sink.Add("efawatch_nccl_warnings_total", l, static_cast<double>(v.warnings));
+    sink.Add("efawatch_nccl_errors_total", l, static_cast<double>(v.errors));
+  }
+  uint64_t malformed = 0;
+  for (const auto& [key, v] : verdicts_) malformed += v.malformed_lines;
+  sink.Add("efawatch_logs_malformed_lines_total", {}, static_cast<double>(malformed));
+  sink.Add("efawatch_logs_state_evicted_total", {}, static_cast<double>(evicted_published_));
+  if (tailer_ != nullptr) {
+    sink.Add("efawatch_logs_files_watched", {}, static_cast<double>(tailer_->files_watched));
+    sink.Add("efawatch_logs_read_bytes_total", {}, static_cast<double>(tailer_->bytes_read));
+    sink.Add("efawatch_logs_read_lines_total", {}, static_cast<double>(tailer_->lines_read));
+    sink.Add("efawatch_logs_rotations_total", {}, static_cast<double>(tailer_->rotations));
+    sink.Add("efawatch_logs_truncations_total", {}, static_cast<double>(tailer_->truncations));
+    sink.Add("efawatch_logs_checkpoint_writes_total", {},
+             static_cast<double>(tailer_->checkpoint_writes));
+    sink.Add("efawatch_logs_files_refused_total", {}, static_cast<double>(tailer_->files_refused));
+    sink.Add("efawatch_logs_files_over_cap_total", {},
+             static_cast<double>(tailer_->files_over_cap));
+    sink.Add("efawatch_logs_truncated_lines_total", {},
+             static_cast<double>(tailer_->lines_truncated));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace efawatch::logs

@@ -1,0 +1,426 @@
+#include "daemon/logs/tailer.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "spdlog/spdlog.h"
+
+namespace efawatch::logs {
+namespace fs = std::filesystem;
+
+struct Tailer::Tracked {
+  LogSource source;
+  int fd = -1;
+  uint64_t dev = 0, ino = 0;
+  uint64_t offset = 0;
+  uint64_t line_no = 0;
+  std::string partial;  // bytes after the last newline, capped at max_line_bytes
+  bool partial_truncated = false;
+  ~Tracked() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+namespace {
+// Enough bytes to tell a copytruncate-and-rewrite apart from the file we left: log lines carry
+// timestamps, so 64 bytes before the offset differ once the file was rewritten.
+constexpr uint64_t kTailBytes = 64;
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+}  // namespace
+
+std::string Tailer::TailAt(int fd, uint64_t offset) {
+  const uint64_t start = offset > kTailBytes ? offset - kTailBytes : 0;
+  std::string buf(offset - start, '\0');
+  const ssize_t n = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(start));
+  if (n < 0) return {};
+  buf.resize(static_cast<size_t>(n));
+  return Hex(buf);
+}
+
+Tailer::Tailer(TailerOptions options, LineSink* sink, const common::Clock& clock)
+    : options_(std::move(options)), sink_(sink), clock_(clock) {
+  std::error_code ec;
+  canonical_root_ = fs::weakly_canonical(options_.pod_log_root, ec);
+}
+
+Tailer::~Tailer() { Stop(); }
+
+absl::Status Tailer::Start() {
+  LoadCheckpoint();
+  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ < 0)
+    spdlog::warn("inotify unavailable; polling pod logs every {} ms",
+                 options_.poll_interval.count());
+  thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
+  return absl::OkStatus();
+}
+
+void Tailer::Stop() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    thread_.join();
+    std::lock_guard lock(run_mu_);
+    WriteCheckpoint();
+  }
+  if (inotify_fd_ >= 0) {
+    ::close(inotify_fd_);
+    inotify_fd_ = -1;
+  }
+}
+
+void Tailer::Run(std::stop_token stop) {
+  bool scan = true;
+  auto next_scan = clock_.Now();
+  // At least one pass, even when stopped at once: a restart must catch up before it checkpoints.
+  do {
+    {
+      std::lock_guard lock(run_mu_);
+      // A directory walk costs far more than reading the files we follow: walk only when
+      // inotify saw a file or directory come or go, and on the poll interval as a fallback.
+      Pass(scan || clock_.Now() >= next_scan);
+    }
+    if (scan || clock_.Now() >= next_scan) next_scan = clock_.Now() + options_.poll_interval;
+    scan = false;
+    // Wait for inotify or the poll interval; wake every 100 ms to notice a stop request.
+    while (!stop.stop_requested() && clock_.Now() < next_scan) {
+      pollfd p{inotify_fd_, POLLIN, 0};
+      const int r = ::poll(&p, inotify_fd_ >= 0 ? 1 : 0, 100);
+      if (r <= 0) continue;
+      alignas(inotify_event) char buf[64 * 1024];
+      ssize_t n;
+      while ((n = ::read(inotify_fd_, buf, sizeof(buf))) > 0) {
+        for (char* e = buf; e < buf + n;) {
+          const auto* ev = reinterpret_cast<const inotify_event*>(e);
+          if ((ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
+                           IN_Q_OVERFLOW)) != 0) {
+            scan = true;
+          }
+          if ((ev->mask & IN_IGNORED) != 0) {
+            // The directory is gone and so is its watch: a new one of that name needs a new one.
+            std::lock_guard lock(run_mu_);
+            if (auto w = watches_.find(ev->wd); w != watches_.end()) {
+              watched_.erase(w->second.string());
+              watches_.erase(w);
+            }
+          }
+          e += sizeof(inotify_event) + ev->len;
+        }
+      }
+      // Coalesce a burst of writes into one pass: at most ~20 passes a second however many
+      // containers write, and still well under a second of lag.
+      ::poll(nullptr, 0, 50);
+      break;
+    }
+  } while (!stop.stop_requested());
+}
+
+void Tailer::PollOnce() { Pass(true); }
+
+void Tailer::Pass(bool scan) {
+  if (scan) Scan();
+  for (auto& [path, t] : tracked_) ReadFile(*t, false);
+  sink_->OnPassComplete();
+  if (!options_.state_file.empty() && clock_.Now() >= next_checkpoint_) {
+    WriteCheckpoint();
+    next_checkpoint_ = clock_.Now() + options_.checkpoint_interval;
+  }
+}
+
+bool Tailer::InsideRoot(const fs::path& p) const {
+  std::error_code ec;
+  const fs::path real = fs::canonical(p, ec);
+  if (ec) return false;
+  auto r = real.lexically_relative(canonical_root_);
+  return !r.empty() && *r.begin() != "..";
+}
+
+void Tailer::WatchDir(const fs::path& dir) {
+  if (inotify_fd_ < 0 || watched_.contains(dir.string())) return;
+  const int wd = inotify_add_watch(inotify_fd_, dir.c_str(),
+                                   IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+                                       IN_CLOSE_WRITE | IN_DELETE_SELF);
+  if (wd >= 0) {
+    watches_[wd] = dir;
+    watched_.insert(dir.string());
+  }
+}
+
+void Tailer::Scan() {
+  std::error_code ec;
+  std::set<std::string> live;
+  std::vector<LogSource> found;
+  WatchDir(options_.pod_log_root);
+  // <root>/<ns>_<pod>_<uid>/<container>/<N>.log
+  for (auto pod = fs::directory_iterator(options_.pod_log_root, ec);
+       !ec && pod != fs::directory_iterator(); pod.increment(ec)) {
+    std::error_code ec2;
+    if (!pod->is_directory(ec2) || pod->is_symlink(ec2)) continue;
+    WatchDir(pod->path());
+    for (auto ctr = fs::directory_iterator(pod->path(), ec2);
+         !ec2 && ctr != fs::directory_iterator(); ctr.increment(ec2)) {
+      std::error_code ec3;
+      if (!ctr->is_directory(ec3)) continue;
+      WatchDir(ctr->path());
+      for (auto f = fs::directory_iterator(ctr->path(), ec3); !ec3 && f != fs::directory_iterator();
+           f.increment(ec3)) {
+        auto src = ClassifyCriPath(options_.pod_log_root, f->path());
+        if (!src) continue;
+        std::error_code ec4;
+        if (f->is_symlink(ec4) && !InsideRoot(f->path())) {
+          if (!tracked_.contains(f->path().string()) && !refused_.contains(f->path().string())) {
+            refused_.insert(f->path().string());
+            ++counters_.files_refused;
+            spdlog::warn("not following {}: a symlink out of the pod log root", f->path().string());
+          }
+          continue;
+        }
+        live.insert(f->path().string());
+        found.push_back(*src);
+      }
+    }
+  }
+
+  for (const auto& src : found) {
+    const std::string key = src.path.string();
+    auto it = tracked_.find(key);
+    struct stat st {};
+    if (::stat(key.c_str(), &st) != 0) continue;
+    if (it == tracked_.end()) {
+      if (tracked_.size() >= options_.max_files) {
+        if (over_cap_.insert(key).second) ++counters_.files_over_cap;
+        continue;
+      }
+      OpenTracked(src, true);
+    } else if (static_cast<uint64_t>(st.st_ino) != it->second->ino ||
+               static_cast<uint64_t>(st.st_dev) != it->second->dev) {
+      // Rename-and-create rotation: finish the old file through our open descriptor, then
+      // start the new one from its first byte. Line numbers continue.
+      ReadFile(*it->second, true);
+      const uint64_t line_no = it->second->line_no;
+      tracked_.erase(it);
+      ++counters_.rotations;
+      OpenTracked(src, false);
+      if (auto n = tracked_.find(key); n != tracked_.end()) n->second->line_no = line_no;
+    }
+  }
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    if (live.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    // Renamed away without a successor yet, or deleted: drain what is left. When the
+    // container's directory is gone too, the source is gone.
+    ReadFile(*it->second, true);
+    if (!fs::exists(it->second->source.path.parent_path(), ec)) {
+      sink_->OnSourceGone(it->second->source);
+      it = tracked_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  counters_.files_watched = tracked_.size();
+}
+
+void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {
+  const std::string key = src.path.string();
+  const int fd = ::open(key.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (refused_.insert(key).second) {
+      ++counters_.files_refused;
+      spdlog::warn("cannot open {}: {}", key, std::strerror(errno));
+    }
+    return;
+  }
+  struct stat st {};
+  ::fstat(fd, &st);
+  auto t = std::make_unique<Tracked>();
+  t->source = src;
+  t->fd = fd;
+  t->dev = st.st_dev;
+  t->ino = st.st_ino;
+  if (allow_resume) {
+    if (auto r = resume_.find(key); r != resume_.end()) {
+      if (r->second.dev == t->dev && r->second.ino == t->ino) {
+        // Same file. If it was truncated and rewritten while we were down (copytruncate), the
+        // bytes before our offset changed: start again from the top.
+        t->line_no = r->second.line_no;
+        if (r->second.offset <= static_cast<uint64_t>(st.st_size) &&
+            TailAt(fd, r->second.offset) == r->second.tail) {
+          t->offset = r->second.offset;
+        } else {
+          ++counters_.truncations;
+        }
+      } else {
+        // Rotated while we were down: the old file may still be beside the new one under its
+        // rotated name; finish it from the checkpointed offset first.
+        std::error_code ec;
+        for (auto f = fs::directory_iterator(src.path.parent_path(), ec);
+             !ec && f != fs::directory_iterator(); f.increment(ec)) {
+          struct stat os {};
+          if (::stat(f->path().c_str(), &os) == 0 &&
+              static_cast<uint64_t>(os.st_ino) == r->second.ino &&
+              static_cast<uint64_t>(os.st_dev) == r->second.dev) {
+            Tracked old;
+            old.source = src;
+            old.fd = ::open(f->path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+            old.offset = r->second.offset;
+            old.line_no = r->second.line_no;
+            if (old.fd >= 0) ReadFile(old, true);
+            t->line_no = old.line_no;
+            ++counters_.rotations;
+            break;
+          }
+        }
+      }
+      resume_.erase(r);
+    }
+  }
+  tracked_[key] = std::move(t);
+}
+
+void Tailer::ReadFile(Tracked& t, bool to_eof) {
+  struct stat st {};
+  if (::fstat(t.fd, &st) != 0) return;
+  if (static_cast<uint64_t>(st.st_size) < t.offset) {
+    // copytruncate: the file was cut under us; what follows starts at 0.
+    ++counters_.truncations;
+    t.offset = 0;
+    t.partial.clear();
+    t.partial_truncated = false;
+  }
+  static thread_local std::vector<char> buf(256 * 1024);
+  size_t budget = to_eof ? SIZE_MAX : options_.read_chunk_bytes;
+  while (budget > 0) {
+    const ssize_t n = ::pread(t.fd, buf.data(), std::min(buf.size(), budget), t.offset);
+    if (n <= 0) break;
+    t.offset += static_cast<uint64_t>(n);
+    budget -= std::min(budget, static_cast<size_t>(n));
+    counters_.bytes_read += static_cast<uint64_t>(n);
+    Deliver(t, std::string_view(buf.data(), static_cast<size_t>(n)));
+  }
+}
+
+void Tailer::Deliver(Tracked& t, std::string_view data) {
+  while (!data.empty()) {
+    const size_t nl = data.find('\n');
+    const std::string_view piece = data.substr(0, nl);
+    if (nl != std::string_view::npos && t.partial.empty() &&
+        piece.size() <= options_.max_line_bytes) {
+      // The common case: a whole line inside the buffer, handed over without a copy.
+      ++t.line_no;
+      ++counters_.lines_read;
+      sink_->OnLine(t.source, t.line_no, piece);
+      data.remove_prefix(nl + 1);
+      continue;
+    }
+    if (t.partial.size() + piece.size() > options_.max_line_bytes) {
+      t.partial.append(piece.substr(0, options_.max_line_bytes - t.partial.size()));
+      t.partial_truncated = true;
+    } else {
+      t.partial.append(piece);
+    }
+    if (nl == std::string_view::npos) return;
+    ++t.line_no;
+    ++counters_.lines_read;
+    if (t.partial_truncated) ++counters_.lines_truncated;
+    sink_->OnLine(t.source, t.line_no, t.partial);
+    t.partial.clear();
+    t.partial_truncated = false;
+    data.remove_prefix(nl + 1);
+  }
+}
+
+void Tailer::WriteCheckpoint() {
+  if (options_.state_file.empty()) return;
+  nlohmann::json j;
+  j["version"] = 1;
+  // The offset saved is that of the last complete line delivered, so a partial line is read
+  // again, whole, after a restart.
+  for (const auto& [path, t] : tracked_) {
+    const uint64_t offset = t->offset - t->partial.size();
+    j["files"].push_back({{"path", path},
+                          {"dev", t->dev},
+                          {"ino", t->ino},
+                          {"offset", offset},
+                          {"line_no", t->line_no},
+                          {"tail", TailAt(t->fd, offset)}});
+  }
+  for (const auto& [path, r] : resume_) {  // not yet seen again: keep for later
+    j["files"].push_back({{"path", path},
+                          {"dev", r.dev},
+                          {"ino", r.ino},
+                          {"offset", r.offset},
+                          {"line_no", r.line_no},
+                          {"tail", r.tail}});
+  }
+  j["counters"] = {{"bytes_read", counters_.bytes_read.load()},
+                   {"lines_read", counters_.lines_read.load()},
+                   {"rotations", counters_.rotations.load()},
+                   {"truncations", counters_.truncations.load()},
+                   {"lines_truncated", counters_.lines_truncated.load()}};
+  j["sink"] = sink_->Checkpoint();
+  const std::string tmp = options_.state_file.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump();
+    out.flush();
+    if (!out) {
+      spdlog::warn("cannot write checkpoint {}", tmp);
+      return;
+    }
+  }
+  // fsync before rename: after a crash the state file is the old one or the new one, whole.
+  if (int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  std::error_code ec;
+  fs::rename(tmp, options_.state_file, ec);
+  if (!ec) ++counters_.checkpoint_writes;
+}
+
+void Tailer::LoadCheckpoint() {
+  if (options_.state_file.empty()) return;
+  std::ifstream in(options_.state_file);
+  if (!in) return;
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    spdlog::warn("checkpoint {} is unreadable; starting from the beginning of every log",
+                 options_.state_file.string());
+    return;
+  }
+  for (const auto& f : j.value("files", nlohmann::json::array())) {
+    Resume r;
+    r.dev = f.value("dev", uint64_t{0});
+    r.ino = f.value("ino", uint64_t{0});
+    r.offset = f.value("offset", uint64_t{0});
+    r.line_no = f.value("line_no", uint64_t{0});
+    r.tail = f.value("tail", std::string());
+    resume_[f.value("path", std::string())] = r;
+  }
+  const auto c = j.value("counters", nlohmann::json::object());
+  counters_.bytes_read = c.value("bytes_read", uint64_t{0});
+  counters_.lines_read = c.value("lines_read", uint64_t{0});
+  counters_.rotations = c.value("rotations", uint64_t{0});
+  counters_.truncations = c.value("truncations", uint64_t{0});
+  counters_.lines_truncated = c.value("lines_truncated", uint64_t{0});
+  sink_->Restore(j.value("sink", std::string()));
+}
+
+}  // namespace efawatch::logs

@@ -1,0 +1,816 @@
+#include "daemon/nccl/analyzer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/strings/string_view.h"
+#include "daemon/nccl/record_scanner.h"
+#include "daemon/nccl/state.h"
+#include "daemon/nccl/text_util.h"
+#include "daemon/nccl/unwrap.h"
+
+namespace efawatch::nccl {
+
+using internal::CommState;
+using internal::Contains;
+using internal::Ev;
+using internal::FindIn;
+using internal::IsDigitChar;
+using internal::ParseInt;
+using internal::ProcState;
+using internal::SourceState;
+using internal::StartsWith;
+using internal::State;
+using internal::Tally;
+using internal::Trim;
+
+namespace {
+
+// Everything a handler needs to know about the line being processed.
+struct Ctx {
+  State* st;
+  uint32_t source;
+  uint64_t line_no;
+  std::string_view line;  // cleaned physical line, used as evidence text
+};
+
+void SetEv(Ev* ev, const Ctx& c) {
+  if (ev->set()) return;
+  ev->source = c.source;
+  ev->line = c.line_no;
+  size_t cap = c.st->options.max_evidence_bytes;
+  ev->text.assign(c.line.substr(0, cap));
+}
+
+void Count(Tally* t, const Ctx& c) {
+  ++t->count;
+  SetEv(&t->first, c);
+}
+
+void AddSetting(std::vector<std::pair<std::string, std::string>>* settings, size_t cap,
+                std::string_view name, std::string_view value) {
+  value = Trim(value);
+  if (name.size() > 64) name = name.substr(0, 64);
+  if (value.size() > 256) value = value.substr(0, 256);
+  for (auto& [n, v] : *settings) {
+    if (n == name) {
+      v.assign(value);
+      return;
+    }
+  }
+  if (settings->size() >= cap) return;
+  settings->emplace_back(std::string(name), std::string(value));
+}
+
+// Transport counters are tiny vectors; keys are compared without building a string.
+void AddTransport(CommState* comm, std::string_view a, std::string_view b = {},
+                  std::string_view c = {}) {
+  for (auto& [key, count] : comm->transports) {
+    std::string_view k = key;
+    if (k.size() == a.size() + b.size() + c.size() && StartsWith(k, a) &&
+        k.substr(a.size(), b.size()) == b && k.substr(a.size() + b.size()) == c) {
+      ++count;
+      return;
+    }
+  }
+  if (comm->transports.size() >= 16) return;
+  std::string key;
+  key.reserve(a.size() + b.size() + c.size());
+  key.append(a).append(b).append(c);
+  comm->transports.emplace_back(std::move(key), 1);
+}
+
+CommState* CurrentComm(ProcState* p) { return p->current != nullptr ? p->current : &p->pending; }
+
+// "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IBext_v8/0/GDRDMA", "Ring 00 : 1 -> 0 via P2P/IPC".
+void HandleChannel(ProcState* p, std::string_view m, const Ctx& c) {
+  size_t via = FindIn(m, " via ");
+  if (via == std::string_view::npos) return;
+  std::string_view t = m.substr(via + 5);
+  CommState* comm = CurrentComm(p);
+  if (StartsWith(t, "NET/")) {
+    // The net name may hold spaces ("AWS Libfabric"): it ends at "/<digit>".
+    size_t end = std::string_view::npos;
+    for (size_t j = 4; j + 1 < t.size(); ++j) {
+      if (t[j] == '/' && IsDigitChar(t[j + 1])) {
+        end = j;
+        break;
+      }
+    }
+    std::string_view name = end == std::string_view::npos ? t.substr(4) : t.substr(4, end - 4);
+    if (name.size() > 64) name = name.substr(0, 64);
+    bool gdr = end != std::string_view::npos && Contains(t.substr(end), "/GDRDMA");
+    AddTransport(comm, "NET/", name, gdr ? "/GDRDMA" : "");
+    ++comm->net_channels;
+    if (p->channel_net.empty()) p->channel_net.assign(name);
+    if (name == "Socket") {
+      ++comm->socket_channels;
+      SetEv(&p->ev_socket_channel, c);
+    } else {
+      SetEv(&p->ev_net_channel, c);
+      if (gdr) {
+        ++comm->net_gdr_channels;
+        Count(&p->gdr_on, c);
+      } else {
+        Count(&p->gdr_off, c);
+      }
+    }
+  } else if (StartsWith(t, "P2P/")) {
+    size_t e = 4;
+    while (e < t.size() && t[e] != '/' && t[e] != ' ' && t[e] != '(' && e < 24) ++e;
+    AddTransport(comm, t.substr(0, e));
+  } else if (StartsWith(t, "SHM") || StartsWith(t, "direct shared memory")) {
+    AddTransport(comm, "SHM");
+  } else if (StartsWith(t, "COLLNET/")) {
+    size_t e = 8;
+    while (e < t.size() && t[e] != '/' && e < 40) ++e;
+    AddTransport(comm, t.substr(0, e));
+  } else {
+    size_t e = 0;
+    while (e < t.size() && t[e] != ' ' && e < 32) ++e;
+    if (e > 0) AddTransport(comm, t.substr(0, e));
+  }
+}
+
+CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
+  for (auto& comm : p->comms) {
+    if (comm->ptr == ptr) return comm.get();
+  }
+  if (p->comms.size() >= st->options.max_comms_per_process && !p->comms.empty()) {
+    if (p->current == p->comms.front().get()) p->current = nullptr;
+    p->comms.erase(p->comms.begin());
+    ++st->counters.evicted_comms;
+  }
+  auto comm = std::make_unique<CommState>();
+  comm->ptr.assign(ptr.substr(0, 32));
+  // Channel lines printed before the comm line (NCCL <= 2.17 prints "Init COMPLETE" last).
+  if (!p->pending.transports.empty()) {
+    comm->transports = std::move(p->pending.transports);
+    comm->net_channels = p->pending.net_channels;
+    comm->net_gdr_channels = p->pending.net_gdr_channels;
+    comm->socket_channels = p->pending.socket_channels;
+    p->pending = CommState();
+  }
+  p->comms.push_back(std::move(comm));
+  return p->comms.back().get();
+}
+
+// Every communicator line format from 2.2 to 2.30 is "key value" pairs plus a status:
+// "comm 0x.. rank 3 nRanks 8 nNodes 2 ...", "ncclCommInitRank comm 0x.. rank 0 nranks 16 cudaDev 0
+// nvmlDev 0 busId 1c000 commId 0x65.. - Init START", "rank 0 nranks 4" (2.3).
+void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
+  std::string_view ptr, comm_id, bus_id;
+  int rank = -1, nranks = -1, nnodes = -1, cuda_dev = -1;
+  bool start = false, complete = false, abort = false, seen_comm = false;
+  size_t pos = 0;
+  std::string_view prev;
+  for (int guard = 0; guard < 64; ++guard) {
+    std::string_view tok = internal::NextToken(m, &pos);
+    if (tok.empty()) break;
+    if (prev == "comm" && !seen_comm) {
+      ptr = tok;
+      seen_comm = true;
+    } else if (prev == "rank" && rank < 0) {
+      rank = ParseInt(tok);
+    } else if (prev == "nranks" || prev == "nRanks") {
+      nranks = ParseInt(tok);
+    } else if (prev == "nNodes") {
+      nnodes = ParseInt(tok);
+    } else if (prev == "cudaDev") {
+      cuda_dev = ParseInt(tok);
+    } else if (prev == "busId") {
+      bus_id = tok;
+    } else if (prev == "commId") {
+      comm_id = tok;
+    } else if (tok == "START" || StartsWith(tok, "START")) {
+      start = true;
+    } else if (tok == "COMPLETE" || StartsWith(tok, "COMPLETE")) {
+      if (prev == "Abort") {
+        abort = true;
+      } else if (prev == "Init" || prev == "-") {
+        complete = true;
+      }
+    }
+    prev = tok;
+  }
+  if (rank < 0 && nranks < 0) return;
+  std::string key_buf;
+  if (ptr.empty()) {
+    key_buf = "rank" + std::to_string(rank) + "/" + std::to_string(nranks);
+    ptr = key_buf;
+  }
+  CommState* comm = FindOrAddComm(st, p, ptr);
+  if (rank >= 0) comm->rank = rank;
+  if (nranks >= 0) comm->nranks = nranks;
+  if (nnodes >= 0) comm->nnodes = nnodes;
+  if (cuda_dev >= 0) comm->cuda_dev = cuda_dev;
+  if (!bus_id.empty()) comm->bus_id.assign(bus_id.substr(0, 24));
+  if (!comm_id.empty()) comm->comm_id.assign(comm_id.substr(0, 24));
+  if (abort) {
+    comm->aborted = true;
+    Count(&p->aborts, c);
+    if (p->current == comm) p->current = nullptr;
+    return;
+  }
+  if (start || nnodes >= 0) {
+    comm->started = true;
+    p->current = comm;
+  }
+  if (complete) {
+    comm->complete = true;
+    if (p->current == comm) p->current = nullptr;
+  }
+}
+
+void HandlePlugin(ProcState* p, std::string_view m, const Ctx& c) {
+  if (size_t at = FindIn(m, "Loaded net plugin "); at != std::string_view::npos) {
+    std::string_view name = m.substr(at + 18);
+    size_t v = name.rfind(" (v");
+    if (v != std::string_view::npos) name = name.substr(0, v);
+    p->plugin_loaded = true;
+    p->plugin_name.assign(name.substr(0, 64));
+    SetEv(&p->ev_plugin, c);
+  } else if (Contains(m, "Failed to find ncclNetPlugin")) {
+    p->plugin_abi_mismatch = true;
+    SetEv(&p->ev_plugin, c);
+  } else if (Contains(m, "Failed to find ncclCollNetPlugin")) {
+    // Only the CollNet part is missing: the library loaded and its net part was found.
+    p->plugin_loaded = true;
+  } else if (Contains(m, "No plugin found") || Contains(m, "Could not find:") ||
+             Contains(m, "Plugin load returned") || Contains(m, "Plugin load (") ||
+             Contains(m, "Using internal network plugin")) {
+    p->plugin_not_found = true;
+    SetEv(&p->ev_plugin, c);
+  } else if (size_t s = FindIn(m, "Plugin name set by env to "); s != std::string_view::npos) {
+    AddSetting(&p->settings, c.st->options.max_settings_per_process, "NCCL_NET_PLUGIN",
+               m.substr(s + 26));
+  }
+}
+
+void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
+  p->ofi_seen = true;
+  std::string_view rest = m.substr(8);  // after "NET/OFI "
+  if (warn) {
+    if (Contains(rest, "initialization failed") || Contains(rest, "Initializing plugin failed") ||
+        Contains(rest, "optimal provider") || Contains(rest, "fi_getinfo() call failed") ||
+        Contains(rest, "Only EFA provider is supported")) {
+      p->plugin_init_failed = true;
+      Count(&p->plugin_failures, c);
+    }
+    if (size_t at = FindIn(rest, "GDR disabled on GDR-supported instance type ");
+        at != std::string_view::npos) {
+      p->instance_type.assign(Trim(rest.substr(at + 44)).substr(0, 32));
+      Count(&p->gdr_off, c);
+    }
+    return;
+  }
+  if (StartsWith(rest, "Using aws-ofi-nccl ") || StartsWith(rest, "Initializing aws-ofi-nccl ")) {
+    std::string_view v = rest.substr(rest.find("aws-ofi-nccl ") + 13);
+    p->plugin_loaded = true;
+    if (p->plugin_name.empty())
+      p->plugin_name = "aws-ofi-nccl " + std::string(Trim(v).substr(0, 32));
+    SetEv(&p->ev_plugin, c);
+  } else if (StartsWith(rest, "Selected Provider is ") ||
+             StartsWith(rest, "Selected provider is ")) {
+    std::string_view v = rest.substr(21);
+    size_t end = v.find_first_of(" ,");
+    p->provider.assign(v.substr(0, std::min<size_t>(end, 32)));
+    if (size_t f = FindIn(v, "fabric is "); f != std::string_view::npos) {
+      std::string_view fab = v.substr(f + 10);
+      p->fabric.assign(fab.substr(0, std::min<size_t>(fab.find(' '), 32)));
+    }
+    if (size_t n = FindIn(v, "(found "); n != std::string_view::npos) {
+      p->nics = ParseInt(v.substr(n + 7));
+    }
+    SetEv(&p->ev_provider, c);
+  } else if (StartsWith(rest, "Running on ")) {
+    std::string_view v = rest.substr(11);
+    p->instance_type.assign(v.substr(0, std::min<size_t>(v.find(' '), 32)));
+  } else if (StartsWith(rest, "No eligible providers were found")) {
+    p->plugin_init_failed = true;
+    Count(&p->plugin_failures, c);
+  } else if (StartsWith(rest, "Setting ") && Contains(rest, " environment variable to ")) {
+    size_t at = FindIn(rest, " environment variable to ");
+    AddSetting(&p->settings, c.st->options.max_settings_per_process, rest.substr(8, at - 8),
+               rest.substr(at + 25));
+  } else if (Contains(rest, "disabling GDR")) {
+    Count(&p->gdr_off, c);
+  }
+}
+
+// "NCCL_SOCKET_IFNAME set by environment to lo", "NCCL_IB_DISABLE set by environment to 1."
+void HandleEnvEcho(ProcState* p, std::string_view m, const Ctx& c) {
+  size_t sp = m.find(' ');
+  if (sp == std::string_view::npos) return;
+  std::string_view name = m.substr(0, sp);
+  std::string_view rest = m.substr(sp);
+  std::string_view value;
+  if (StartsWith(rest, " set by environment to ")) {
+    value = rest.substr(23);
+  } else if (StartsWith(rest, " set to ")) {
+    value = rest.substr(8);
+  } else {
+    return;
+  }
+  value = Trim(value);
+  if (!value.empty() && value.back() == '.') value.remove_suffix(1);
+  AddSetting(&p->settings, c.st->options.max_settings_per_process, name, value);
+  if (name == "NCCL_SOCKET_IFNAME" && internal::IfnameSelectsLoopback(value)) {
+    SetEv(&p->ev_ifname, c);
+  } else if ((name == "NCCL_IB_DISABLE" && value == "1") ||
+             (name == "NCCL_NET" && Contains(value, "Socket"))) {
+    SetEv(&p->ev_ib_disable, c);
+  }
+}
+
+void HandleBootstrap(ProcState* p, std::string_view list, const Ctx& c) {
+  auto items = internal::ParseIfList(list, 16);
+  if (items.empty()) return;
+  if (p->boot_if.empty()) {
+    p->boot_if.assign(items[0].iface.substr(0, 32));
+    p->boot_addr.assign(items[0].addr.substr(0, 64));
+    p->boot_loopback = internal::IsLoopback(items[0].iface, items[0].addr);
+  }
+  SetEv(&p->ev_bootstrap, c);
+}
+
+// "transport/net.cc:1302 -> 6", "misc/socket.cc:504 -> 2 (Operation now in progress)".
+bool HandleErrorChain(ProcState* p, std::string_view m, const Ctx& c) {
+  size_t arrow = FindIn(m, " -> ");
+  if (arrow == std::string_view::npos || arrow == 0) return false;
+  std::string_view loc = m.substr(0, arrow);
+  size_t colon = loc.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 >= loc.size()) return false;
+  for (size_t i = colon + 1; i < loc.size(); ++i) {
+    if (!IsDigitChar(loc[i])) return false;
+  }
+  if (loc.find(' ') != std::string_view::npos) return false;
+  std::string_view code = m.substr(arrow + 4);
+  if (code.empty() || !IsDigitChar(code[0])) return false;
+  size_t e = 0;
+  while (e < code.size() && IsDigitChar(code[e])) ++e;
+  if (e < code.size() && code[e] != ' ') return false;
+  if (ParseInt(code) == 0) return true;
+  Count(&p->error_chains, c);
+  if (Contains(loc, "net_ib")) {
+    if (p->weak_family.empty()) p->weak_family = "IB";
+  }
+  return true;
+}
+
+void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
+  if (m.empty()) return;
+  switch (m[0]) {
+    case 'C':
+      if (StartsWith(m, "Channel ") || StartsWith(m, "CollNet ")) {
+        HandleChannel(p, m, c);
+      } else if (StartsWith(m, "Connected all rings, use ring PXN")) {
+        size_t g = FindIn(m, " GDR ");
+        if (g != std::string_view::npos) {
+          Count(ParseInt(m.substr(g + 5)) > 0 ? &p->gdr_on : &p->gdr_off, c);
+        }
+      } else if (StartsWith(m, "Connected NVLS")) {
+        AddTransport(CurrentComm(p), "NVLS");
+      }
+      return;
+    case 'R':
+      if (StartsWith(m, "Ring ")) HandleChannel(p, m, c);
+      return;
+    case 'B':
+      if (StartsWith(m, "Bootstrap : Using")) {
+        HandleBootstrap(p, m.substr(17), c);
+      } else if (StartsWith(m, "Bootstrap: Using")) {
+        HandleBootstrap(p, m.substr(16), c);
+      }
+      return;
+    case 'U':
+      if (StartsWith(m, "Using network ")) {
+        p->network.assign(Trim(m.substr(14)).substr(0, 64));
+        SetEv(&p->ev_network, c);
+      } else if (StartsWith(m, "Using internal Network ") ||
+                 StartsWith(m, "Using external Network ")) {
+        p->network.assign(Trim(m.substr(23)).substr(0, 64));
+        SetEv(&p->ev_network, c);
+      }
+      return;
+    case 'A':
+      if (StartsWith(m, "Assigned NET plugin ")) {
+        std::string_view v = m.substr(20);
+        size_t e = v.find(" to comm");
+        p->network.assign(v.substr(0, std::min<size_t>(e, 64)));
+        SetEv(&p->ev_network, c);
+      }
+      return;
+    case 'c':
+      if (StartsWith(m, "comm ")) HandleComm(st, p, m, c);
+      return;
+    case 'n':
+      if (StartsWith(m, "ncclComm")) HandleComm(st, p, m, c);
+      return;
+    case 'r':
+      if (StartsWith(m, "rank ")) HandleComm(st, p, m, c);
+      return;
+    case '[':
+      if (StartsWith(m, "[Rank ")) HandleComm(st, p, m, c);
+      return;
+    case 'P':
+      if (StartsWith(m, "P2P plugin IB") || StartsWith(m, "Plugin Path : ")) {
+        p->ibext_seen = true;
+        p->plugin_loaded = true;
+        if (StartsWith(m, "P2P plugin ")) p->plugin_name.assign(Trim(m.substr(11)).substr(0, 32));
+        SetEv(&p->ev_plugin, c);
+      }
+      return;
+    case 'G':
+      if (StartsWith(m, "GPU Direct RDMA Enabled")) {
+        Count(&p->gdr_on, c);
+      } else if (StartsWith(m, "GPU Direct RDMA Disabled")) {
+        Count(&p->gdr_off, c);
+      }
+      return;
+    case 'I':
+      if (StartsWith(m, "Initialized NET plugin ")) {
+        std::string_view v = Trim(m.substr(23));
+        if (v != "IB" && v != "Socket") {
+          p->plugin_loaded = true;
+          p->plugin_name.assign(v.substr(0, 64));
+        }
+      }
+      return;
+    case 'F':
+      if (StartsWith(m, "Failed to initialize NET plugin ")) {
+        std::string_view v = Trim(m.substr(32));
+        if (v == "IB") {
+          p->ib_no_device = true;
+        } else if (v != "Socket") {
+          p->plugin_init_failed = true;
+          p->failed_plugin.assign(v.substr(0, 64));
+          Count(&p->plugin_failures, c);
+        }
+      }
+      return;
+    case 'S':
+      if (StartsWith(m, "Successfully loaded external ")) {
+        std::string_view v = m.substr(29);
+        if (StartsWith(v, "network ")) v.remove_prefix(8);
+        if (StartsWith(v, "plugin ")) v.remove_prefix(7);
+        p->plugin_loaded = true;
+        p->plugin_name.assign(Trim(v).substr(0, 64));
+        SetEv(&p->ev_plugin, c);
+      }
+      return;
+    case 'N':
+      if (StartsWith(m, "NCCL version ")) {
+        std::string_view v, cuda;
+        std::string_view tok = m.substr(13);
+        tok = tok.substr(0, std::min<size_t>(tok.find(' '), 64));
+        SplitVersion(tok, &v, &cuda);
+        p->version.assign(v);
+        p->cuda.assign(cuda);
+      } else if (StartsWith(m, "NCCL_")) {
+        HandleEnvEcho(p, m, c);
+      } else if (StartsWith(m, "NET/OFI ")) {
+        HandleOfi(p, m, c, false);
+      } else if (StartsWith(m, "NET/Plugin")) {
+        HandlePlugin(p, m, c);
+      } else if (StartsWith(m, "NET/IB")) {
+        if (Contains(m, "No device found")) {
+          p->ib_no_device = true;
+        } else if (StartsWith(m, "NET/IB : Using [") || StartsWith(m, "NET/IB: [")) {
+          p->ib_using = true;
+        } else if (Contains(m, "GPU Direct RDMA Disabled")) {
+          Count(&p->gdr_off, c);
+        } else if (Contains(m, "GPU Direct RDMA Enabled")) {
+          Count(&p->gdr_on, c);
+        }
+      } else if (StartsWith(m, "NET/Socket : Using")) {
+        p->socket_using = true;
+        SetEv(&p->ev_socket_using, c);
+        for (const auto& item : internal::ParseIfList(m.substr(18), 16)) {
+          if (internal::IsLoopback(item.iface, item.addr)) p->socket_lists_loopback = true;
+        }
+      } else if (StartsWith(m, "NET : Using interface ")) {
+        // NCCL 2.3: one line per socket interface; the first one carries the bootstrap.
+        HandleBootstrap(p, m.substr(22), c);
+      } else if (StartsWith(m, "No network plugin found")) {
+        p->plugin_not_found = true;
+        SetEv(&p->ev_plugin, c);
+      } else if (StartsWith(m, "Net/IB: call to devices() returned 0")) {
+        p->ib_no_device = true;
+      }
+      return;
+    default:
+      break;
+  }
+  if (Contains(m, " -> ")) HandleErrorChain(p, m, c);
+}
+
+void HandleWarn(ProcState* p, const Record& r, const Ctx& c) {
+  Count(&p->warns, c);
+  std::string_view m = r.message;
+  std::string_view loc = r.location;
+  if (StartsWith(m, "NET/OFI ")) HandleOfi(p, m, c, true);
+  if (Contains(loc, "nccl_net_ofi") || StartsWith(loc, "ofi_")) {
+    p->ofi_seen = true;
+  } else if (Contains(loc, "tcpx")) {
+    p->weak_family = "other";
+    p->weak_network = "GPUDirectTCPX";
+  } else if (Contains(loc, "ib_plugin")) {
+    p->ibext_seen = true;
+  }
+  if (Contains(m, "Got completion")) {
+    Count(&p->completions, c);
+    if (Contains(m, "NET/IB") && p->weak_family.empty()) p->weak_family = "IB";
+    return;
+  }
+  if (Contains(m, "NET/IB") && p->weak_family.empty()) p->weak_family = "IB";
+  bool connect = (Contains(m, "onnect to ") && Contains(m, "failed")) ||
+                 Contains(m, "Call to connect") ||
+                 Contains(m, "Connection closed by remote peer") ||
+                 Contains(m, "Connection refused") || Contains(m, "[Proxy Service") ||
+                 Contains(m, "Could not receive type") || Contains(m, "socketPollConnect");
+  if (connect) {
+    Count(&p->connect_failures, c);
+    // A TCP connect cannot time out against an address of the same host (the local stack
+    // answers at once), so the peer is on another node.
+    if (Contains(m, "timed out")) p->remote_timeout = true;
+  }
+}
+
+ProcState* GetProc(State* st, const Record& r, uint32_t source) {
+  std::string_view key = r.proc_key;
+  std::string unattributed;
+  if (key.empty()) {
+    unattributed = "?" + std::to_string(source);
+    key = unattributed;
+  }
+  if (st->last_proc != nullptr && st->last_key == key) return st->last_proc;
+  // Interleaved ranks defeat the last-process cache; a small table indexed by pid avoids most
+  // hash lookups.
+  internal::PidSlot& slot = st->pid_cache[r.pid % st->pid_cache.size()];
+  if (!r.proc_key.empty() && slot.proc != nullptr && slot.proc->pid == r.pid &&
+      slot.proc->host == r.host) {
+    return slot.proc;
+  }
+  auto it = st->procs.find(absl::string_view(key.data(), key.size()));
+  if (it == st->procs.end()) {
+    if (st->procs.size() >= st->options.max_processes && !st->proc_order.empty()) {
+      st->procs.erase(st->proc_order.front());
+      st->proc_order.pop_front();
+      ++st->counters.evicted_processes;
+      st->last_proc = nullptr;
+      st->pid_cache.fill({});
+    }
+    auto p = std::make_unique<ProcState>();
+    p->host.assign(r.host);
+    p->pid = r.pid;
+    p->source = source;
+    it = st->procs.emplace(std::string(key), std::move(p)).first;
+    st->proc_order.emplace_back(key);
+  }
+  st->last_key.assign(key);
+  st->last_proc = it->second.get();
+  if (!r.proc_key.empty()) slot.proc = st->last_proc;
+  return st->last_proc;
+}
+
+// Assignments such as "export NCCL_SOCKET_IFNAME=lo", "mpirun -x NCCL_SOCKET_IFNAME=lo",
+// "NCCL_NET='AWS Libfabric' \", "FI_PROVIDER=efa" in launcher output and env dumps.
+void ScanAssignments(SourceState* ss, std::string_view line, std::string_view prefix,
+                     const Ctx& c) {
+  size_t at = 0;
+  for (int guard = 0; guard < 16; ++guard) {
+    at = FindIn(line, prefix, at);
+    if (at == std::string_view::npos) return;
+    if (at > 0) {
+      char before = line[at - 1];
+      if ((before >= 'A' && before <= 'Z') || before == '_' || IsDigitChar(before)) {
+        at += prefix.size();
+        continue;
+      }
+    }
+    size_t e = at + prefix.size();
+    while (e < line.size() &&
+           ((line[e] >= 'A' && line[e] <= 'Z') || IsDigitChar(line[e]) || line[e] == '_')) {
+      ++e;
+    }
+    if (e >= line.size() || line[e] != '=') {
+      at = e;
+      continue;
+    }
+    std::string_view name = line.substr(at, e - at);
+    size_t vb = e + 1;
+    size_t ve = vb;
+    if (vb < line.size() && (line[vb] == '\'' || line[vb] == '"')) {
+      char q = line[vb];
+      ++vb;
+      ve = line.find(q, vb);
+      if (ve == std::string_view::npos) ve = line.size();
+    } else {
+      while (ve < line.size() && line[ve] != ' ' && line[ve] != '\t' && line[ve] != ';' &&
+             line[ve] != '`') {
+        ++ve;
+      }
+    }
+    std::string_view value = line.substr(vb, ve - vb);
+    AddSetting(&ss->launcher_env, 64, name, value);
+    if (name == "NCCL_SOCKET_IFNAME" && internal::IfnameSelectsLoopback(value)) {
+      SetEv(&ss->ev_launcher_ifname, c);
+    } else if ((name == "NCCL_IB_DISABLE" && value == "1") ||
+               (name == "NCCL_NET" && Contains(value, "Socket"))) {
+      SetEv(&ss->ev_launcher_ib_disable, c);
+    }
+    at = ve;
+  }
+}
+
+// nccl-tests prints the placement of every rank: "#  Rank  0 Group  0 Pid  27255 on kolyoz1
+// device  0 [0x42] NVIDIA H100 80GB HBM3" (older: no Group).
+void HandleTestsHeader(SourceState* ss, std::string_view line) {
+  size_t pos = 1;
+  std::string_view prev;
+  int rank = -1;
+  std::string_view host;
+  bool device = false;
+  for (int guard = 0; guard < 16; ++guard) {
+    std::string_view tok = internal::NextToken(line, &pos);
+    if (tok.empty()) break;
+    if (prev == "Rank") rank = ParseInt(tok);
+    if (prev == "on") host = tok;
+    if (tok == "device" && !host.empty()) device = true;
+    prev = tok;
+  }
+  if (rank < 0 || host.empty() || !device || ss->header.size() >= 4096) return;
+  for (const auto& h : ss->header) {
+    if (h.rank == rank) return;
+  }
+  ss->header.push_back({rank, std::string(host.substr(0, 255))});
+}
+
+void HandleOther(State* st, SourceState* ss, std::string_view line, const Ctx& c) {
+  std::string_view version, cuda;
+  if (FindVersionBanner(line, &version, &cuda)) {
+    ++st->counters.nccl_lines;
+    if (ss->banner_version.empty()) {
+      ss->banner_version.assign(version.substr(0, 32));
+      ss->banner_cuda.assign(cuda.substr(0, 32));
+    } else if (ss->banner_version != version) {
+      ss->banner_conflict = true;
+    }
+    return;
+  }
+  if (line[0] == '#') {
+    HandleTestsHeader(ss, line);
+    return;
+  }
+  if (StartsWith(line, "libfabric:")) {
+    uint32_t pid = static_cast<uint32_t>(std::max(0, ParseInt(line.substr(10))));
+    if (Contains(line, "FI_HMEM capability requires RDMA")) {
+      if (ss->libfabric_warn_pids.size() < 256) ss->libfabric_warn_pids.emplace_back(pid, "hmem");
+      SetEv(&ss->ev_hmem, c);
+    } else if (Contains(line, "provider efa output empty list")) {
+      SetEv(&ss->ev_efa_empty, c);
+    }
+    return;
+  }
+  if (Contains(line, "NCCL")) {
+    if (Contains(line, "Watchdog caught collective operation timeout") ||
+        Contains(line, "Timeout at NCCL work") || Contains(line, "detected by watchdog")) {
+      Count(&ss->watchdog, c);
+    } else if (Contains(line, "NCCL error") || Contains(line, "Test NCCL failure") ||
+               Contains(line, "NCCL communicator was aborted") ||
+               Contains(line, "ncclSystemError") || Contains(line, "ncclRemoteError")) {
+      Count(&ss->framework_errors, c);
+    }
+    if (Contains(line, "NCCL_")) ScanAssignments(ss, line, "NCCL_", c);
+  }
+  if (Contains(line, "FI_")) ScanAssignments(ss, line, "FI_", c);
+}
+
+void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view text) {
+  std::string_view line = CleanLine(text, &st->scratch);
+  if (line.empty()) return;
+  Ctx c{st, source, line_no, line};
+  size_t n = FindRecords(line, &st->records);
+  if (n == 0) {
+    // Binary junk is counted and skipped. Checked only here: a NUL inside an NCCL record's
+    // text is harmless to the scanner, and the common path saves a pass over every line.
+    if (memchr(line.data(), '\0', line.size()) != nullptr) {
+      ++st->counters.malformed_lines;
+      return;
+    }
+    HandleOther(st, st->sources[source].get(), line, c);
+    return;
+  }
+  ++st->counters.nccl_lines;
+  for (const Record& r : st->records) {
+    ++st->counters.records;
+    if (r.legacy) ++st->counters.legacy_records;
+    ProcState* p = GetProc(st, r, source);
+    if (r.dev >= 0 && r.dev < 64) p->devices |= uint64_t{1} << r.dev;
+    if (r.level == Level::kWarn) {
+      if (!r.legacy) ++st->counters.warn_records;
+      HandleWarn(p, r, c);
+    } else if (r.level == Level::kInfo) {
+      HandleInfo(st, p, r.message, c);
+    }
+  }
+}
+
+uint32_t SourceIndex(State* st, std::string_view name) {
+  if (st->have_last_source && st->last_source_name == name) return st->last_source;
+  auto it = st->source_index.find(absl::string_view(name.data(), name.size()));
+  uint32_t idx;
+  if (it != st->source_index.end()) {
+    idx = it->second;
+  } else if (st->sources.size() >= st->options.max_sources) {
+    idx = static_cast<uint32_t>(st->sources.size() - 1);  // overflow shares the last slot
+  } else {
+    idx = static_cast<uint32_t>(st->sources.size());
+    auto ss = std::make_unique<SourceState>();
+    ss->name.assign(name.substr(0, 1024));
+    ss->joiner = std::make_unique<PartialJoiner>(st->options.max_line_bytes);
+    st->sources.push_back(std::move(ss));
+    st->source_index.emplace(std::string(name), idx);
+  }
+  st->last_source_name.assign(name);
+  st->last_source = idx;
+  st->have_last_source = true;
+  return idx;
+}
+
+}  // namespace
+
+namespace internal {
+
+uint32_t SourceIndexFor(State* st, std::string_view name) { return SourceIndex(st, name); }
+
+void AddSettingTo(std::vector<std::pair<std::string, std::string>>* settings, size_t cap,
+                  std::string_view name, std::string_view value) {
+  AddSetting(settings, cap, name, value);
+}
+
+}  // namespace internal
+
+Analyzer::Analyzer(AnalyzerOptions options) : state_(std::make_unique<State>(options)) {
+  if (state_->options.max_processes == 0) state_->options.max_processes = 1;
+  if (state_->options.max_comms_per_process == 0) state_->options.max_comms_per_process = 1;
+  if (state_->options.max_sources == 0) state_->options.max_sources = 1;
+  if (state_->options.max_line_bytes < 256) state_->options.max_line_bytes = 256;
+}
+
+Analyzer::~Analyzer() = default;
+
+const Counters& Analyzer::counters() const { return state_->counters; }
+
+const AnalyzerOptions& Analyzer::options() const { return state_->options; }
+
+void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view raw_line) {
+  State* st = state_.get();
+  ++st->counters.lines;
+  if (raw_line.size() > st->options.max_line_bytes) {
+    raw_line = raw_line.substr(0, st->options.max_line_bytes);
+    ++st->counters.truncated_lines;
+  }
+  uint32_t source_idx = SourceIndex(st, source);
+  SourceState* ss = st->sources[source_idx].get();
+  Envelope env = st->options.envelope;
+  CriRecord cri;
+  bool partial = false;
+  if (env == Envelope::kAuto && !raw_line.empty()) {
+    if (IsDigitChar(raw_line[0]) && ParseCri(raw_line, &cri)) {
+      env = Envelope::kCri;
+    } else if (raw_line[0] == '{' && ParseDockerJson(raw_line, &st->json_text, &partial)) {
+      env = Envelope::kDockerJson;
+    } else {
+      env = Envelope::kPlain;
+    }
+  } else if (env == Envelope::kCri) {
+    if (!ParseCri(raw_line, &cri)) {
+      ++st->counters.malformed_lines;
+      return;
+    }
+  } else if (env == Envelope::kDockerJson) {
+    if (!ParseDockerJson(raw_line, &st->json_text, &partial)) {
+      ++st->counters.malformed_lines;
+      return;
+    }
+  }
+  std::string_view text = raw_line;
+  if (env == Envelope::kCri || env == Envelope::kDockerJson) {
+    std::string_view piece = env == Envelope::kCri ? cri.text : std::string_view(st->json_text);
+    if (env == Envelope::kCri) partial = cri.partial;
+    if (partial) {
+      ss->joiner->AddPartial(piece);
+      return;
+    }
+    bool truncated = false;
+    text = ss->joiner->Complete(piece, &truncated);
+    if (truncated) ++st->counters.truncated_lines;
+  }
+  ProcessText(st, source_idx, line_no, text);
+}
+
+}  // namespace efawatch::nccl

@@ -1,0 +1,261 @@
+// Analyzer::Merge: combines the state of two analyzers fed consecutive parts of the same input,
+// so a large file can be analyzed on several threads (cli/analyze.cc). Per field, the rule is
+// what sequential feeding would have produced: first evidence from the earlier part, counts
+// added, flags or-ed, values that NCCL re-prints (network, provider) from the later part.
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "daemon/nccl/analyzer.h"
+#include "daemon/nccl/state.h"
+
+namespace efawatch::nccl {
+
+using internal::CommState;
+using internal::Ev;
+using internal::ProcState;
+using internal::SourceState;
+using internal::State;
+using internal::Tally;
+
+namespace {
+
+struct Fix {
+  const std::vector<uint32_t>& source_map;
+  uint64_t offset;
+
+  void operator()(Ev* ev) const {
+    if (!ev->set()) return;
+    ev->source = source_map[ev->source];
+    ev->line += offset;
+  }
+  void operator()(Tally* t) const { (*this)(&t->first); }
+};
+
+void FirstEv(Ev* a, Ev&& b) {
+  if (!a->set() && b.set()) *a = std::move(b);
+}
+
+void AddTally(Tally* a, Tally&& b) {
+  a->count += b.count;
+  FirstEv(&a->first, std::move(b.first));
+}
+
+void Keep(std::string* a, std::string&& b) {
+  if (a->empty()) *a = std::move(b);
+}
+
+void Latest(std::string* a, std::string&& b) {
+  if (!b.empty()) *a = std::move(b);
+}
+
+void AddChannels(CommState* to, CommState&& from) {
+  for (auto& [key, count] : from.transports) {
+    bool found = false;
+    for (auto& [k, c] : to->transports) {
+      if (k == key) {
+        c += count;
+        found = true;
+        break;
+      }
+    }
+    if (!found && to->transports.size() < 16) to->transports.emplace_back(std::move(key), count);
+  }
+  to->net_channels += from.net_channels;
+  to->net_gdr_channels += from.net_gdr_channels;
+  to->socket_channels += from.socket_channels;
+}
+
+void FixAll(ProcState* p, const Fix& fix) {
+  for (Tally* t : {&p->gdr_on, &p->gdr_off, &p->warns, &p->error_chains, &p->aborts,
+                   &p->completions, &p->connect_failures, &p->plugin_failures}) {
+    fix(t);
+  }
+  for (Ev* e :
+       {&p->ev_socket_channel, &p->ev_net_channel, &p->ev_network, &p->ev_socket_using,
+        &p->ev_provider, &p->ev_bootstrap, &p->ev_ifname, &p->ev_plugin, &p->ev_ib_disable}) {
+    fix(e);
+  }
+}
+
+void MergeProc(State* st, ProcState* a, ProcState&& b) {
+  a->devices |= b.devices;
+  Latest(&a->version, std::move(b.version));
+  Latest(&a->cuda, std::move(b.cuda));
+  a->plugin_not_found |= b.plugin_not_found;
+  a->plugin_abi_mismatch |= b.plugin_abi_mismatch;
+  a->plugin_loaded |= b.plugin_loaded;
+  a->plugin_init_failed |= b.plugin_init_failed;
+  Keep(&a->plugin_name, std::move(b.plugin_name));
+  Latest(&a->failed_plugin, std::move(b.failed_plugin));
+  a->ofi_seen |= b.ofi_seen;
+  a->ibext_seen |= b.ibext_seen;
+  Keep(&a->weak_family, std::move(b.weak_family));
+  Latest(&a->weak_network, std::move(b.weak_network));
+  Latest(&a->network, std::move(b.network));
+  Keep(&a->channel_net, std::move(b.channel_net));
+  a->ib_using |= b.ib_using;
+  a->ib_no_device |= b.ib_no_device;
+  a->socket_using |= b.socket_using;
+  a->socket_lists_loopback |= b.socket_lists_loopback;
+  Latest(&a->provider, std::move(b.provider));
+  Latest(&a->fabric, std::move(b.fabric));
+  if (b.nics >= 0) a->nics = b.nics;
+  Latest(&a->instance_type, std::move(b.instance_type));
+  a->hmem_needs_rdma |= b.hmem_needs_rdma;
+  if (a->boot_if.empty()) {
+    a->boot_if = std::move(b.boot_if);
+    a->boot_addr = std::move(b.boot_addr);
+    a->boot_loopback = b.boot_loopback;
+  }
+  AddTally(&a->gdr_on, std::move(b.gdr_on));
+  AddTally(&a->gdr_off, std::move(b.gdr_off));
+  for (auto& [name, value] : b.settings) {
+    internal::AddSettingTo(&a->settings, st->options.max_settings_per_process, name, value);
+  }
+  // Channel lines of `b` printed before any communicator line continue a's current one.
+  if (!b.pending.transports.empty() && b.comms.empty()) {
+    AddChannels(a->current != nullptr ? a->current : &a->pending, std::move(b.pending));
+    b.pending = CommState();
+  }
+  CommState* b_current = b.current;
+  CommState* mapped_current = nullptr;
+  for (auto& bc : b.comms) {
+    CommState* const original = bc.get();  // unique_ptr moves keep the object's address
+    CommState* target = nullptr;
+    for (auto& ac : a->comms) {
+      if (ac->ptr == bc->ptr) target = ac.get();
+    }
+    if (target == nullptr) {
+      if (a->comms.size() >= st->options.max_comms_per_process && !a->comms.empty()) {
+        if (a->current == a->comms.front().get()) a->current = nullptr;
+        a->comms.erase(a->comms.begin());
+        ++st->counters.evicted_comms;
+      }
+      if (!a->pending.transports.empty()) {
+        AddChannels(bc.get(), std::move(a->pending));
+        a->pending = CommState();
+      }
+      a->comms.push_back(std::move(bc));
+      target = a->comms.back().get();
+    } else {
+      if (bc->rank >= 0) target->rank = bc->rank;
+      if (bc->nranks >= 0) target->nranks = bc->nranks;
+      if (bc->nnodes >= 0) target->nnodes = bc->nnodes;
+      if (bc->cuda_dev >= 0) target->cuda_dev = bc->cuda_dev;
+      Latest(&target->bus_id, std::move(bc->bus_id));
+      Latest(&target->comm_id, std::move(bc->comm_id));
+      target->started |= bc->started;
+      target->complete |= bc->complete;
+      target->aborted |= bc->aborted;
+      AddChannels(target, std::move(*bc));
+    }
+    if (original == b_current) mapped_current = target;
+  }
+  if (!b.comms.empty()) a->current = mapped_current;
+  if (!b.pending.transports.empty()) AddChannels(&a->pending, std::move(b.pending));
+  AddTally(&a->warns, std::move(b.warns));
+  AddTally(&a->error_chains, std::move(b.error_chains));
+  AddTally(&a->aborts, std::move(b.aborts));
+  AddTally(&a->completions, std::move(b.completions));
+  AddTally(&a->connect_failures, std::move(b.connect_failures));
+  AddTally(&a->plugin_failures, std::move(b.plugin_failures));
+  a->remote_timeout |= b.remote_timeout;
+  FirstEv(&a->ev_socket_channel, std::move(b.ev_socket_channel));
+  FirstEv(&a->ev_net_channel, std::move(b.ev_net_channel));
+  FirstEv(&a->ev_network, std::move(b.ev_network));
+  FirstEv(&a->ev_socket_using, std::move(b.ev_socket_using));
+  FirstEv(&a->ev_provider, std::move(b.ev_provider));
+  FirstEv(&a->ev_bootstrap, std::move(b.ev_bootstrap));
+  FirstEv(&a->ev_ifname, std::move(b.ev_ifname));
+  FirstEv(&a->ev_plugin, std::move(b.ev_plugin));
+  FirstEv(&a->ev_ib_disable, std::move(b.ev_ib_disable));
+}
+
+void MergeSource(SourceState* a, SourceState&& b, const Fix& fix) {
+  if (a->banner_version.empty()) {
+    a->banner_version = std::move(b.banner_version);
+    a->banner_cuda = std::move(b.banner_cuda);
+  } else if (!b.banner_version.empty() && b.banner_version != a->banner_version) {
+    a->banner_conflict = true;
+  }
+  a->banner_conflict |= b.banner_conflict;
+  for (auto& [name, value] : b.launcher_env)
+    internal::AddSettingTo(&a->launcher_env, 64, name, value);
+  fix(&b.ev_launcher_ifname);
+  fix(&b.ev_launcher_ib_disable);
+  fix(&b.ev_hmem);
+  fix(&b.ev_efa_empty);
+  fix(&b.watchdog);
+  fix(&b.framework_errors);
+  FirstEv(&a->ev_launcher_ifname, std::move(b.ev_launcher_ifname));
+  FirstEv(&a->ev_launcher_ib_disable, std::move(b.ev_launcher_ib_disable));
+  FirstEv(&a->ev_hmem, std::move(b.ev_hmem));
+  FirstEv(&a->ev_efa_empty, std::move(b.ev_efa_empty));
+  for (auto& h : b.header) {
+    bool seen = false;
+    for (const auto& x : a->header) seen = seen || x.rank == h.rank;
+    if (!seen && a->header.size() < 4096) a->header.push_back(std::move(h));
+  }
+  AddTally(&a->watchdog, std::move(b.watchdog));
+  AddTally(&a->framework_errors, std::move(b.framework_errors));
+  for (auto& w : b.libfabric_warn_pids) {
+    if (a->libfabric_warn_pids.size() < 256) a->libfabric_warn_pids.push_back(std::move(w));
+  }
+}
+
+}  // namespace
+
+void Analyzer::Merge(Analyzer&& later, uint64_t line_offset) {
+  State* a = state_.get();
+  State* b = later.state_.get();
+  Counters& c = a->counters;
+  const Counters& d = b->counters;
+  c.lines += d.lines;
+  c.nccl_lines += d.nccl_lines;
+  c.malformed_lines += d.malformed_lines;
+  c.evicted_processes += d.evicted_processes;
+  c.evicted_comms += d.evicted_comms;
+  c.truncated_lines += d.truncated_lines;
+  c.records += d.records;
+  c.warn_records += d.warn_records;
+  c.legacy_records += d.legacy_records;
+
+  std::vector<uint32_t> source_map(b->sources.size());
+  for (size_t i = 0; i < b->sources.size(); ++i) {
+    source_map[i] = internal::SourceIndexFor(a, b->sources[i]->name);
+  }
+  Fix fix{source_map, line_offset};
+  for (size_t i = 0; i < b->sources.size(); ++i) {
+    MergeSource(a->sources[source_map[i]].get(), std::move(*b->sources[i]), fix);
+  }
+  for (const std::string& key : b->proc_order) {
+    auto bit = b->procs.find(key);
+    if (bit == b->procs.end()) continue;
+    std::unique_ptr<ProcState> bp = std::move(bit->second);
+    FixAll(bp.get(), fix);
+    bp->source = source_map[bp->source];
+    auto ait = a->procs.find(key);
+    if (ait != a->procs.end()) {
+      MergeProc(a, ait->second.get(), std::move(*bp));
+      continue;
+    }
+    if (a->procs.size() >= a->options.max_processes && !a->proc_order.empty()) {
+      a->procs.erase(a->proc_order.front());
+      a->proc_order.pop_front();
+      ++c.evicted_processes;
+    }
+    a->procs.emplace(key, std::move(bp));
+    a->proc_order.push_back(key);
+  }
+  a->last_proc = nullptr;
+  a->last_key.clear();
+  a->pid_cache.fill({});
+  b->procs.clear();
+  b->proc_order.clear();
+  b->last_proc = nullptr;
+  b->pid_cache.fill({});
+}
+
+}  // namespace efawatch::nccl

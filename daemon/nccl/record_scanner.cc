@@ -1,0 +1,314 @@
+#include "daemon/nccl/record_scanner.h"
+
+#include <cstring>
+
+#include "daemon/nccl/text_util.h"
+
+namespace efawatch::nccl {
+namespace {
+
+// The 1024-byte NCCL record buffer (src/debug.cc) bounds a real prefix, so backward scans
+// never need to look further than this.
+constexpr size_t kMaxPrefixScan = 1024;
+constexpr size_t kMaxHost = 255;
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+
+size_t Find(std::string_view hay, std::string_view needle, size_t from) {
+  return internal::FindIn(hay, needle, from);
+}
+
+// "NCCL " searched on its 'L': messages are full of 'N' ("NET/...", "NCCL_...") but rarely
+// hold an upper-case L.
+size_t FindMarker(std::string_view line, size_t from) {
+  return internal::FindIn(line, "NCCL ", from, 3);
+}
+
+std::string_view RTrim(std::string_view s) {
+  while (!s.empty() && (IsSpace(s.back()) || s.back() == '|' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Parses digits ending right before `end` (exclusive), not before `floor`. Returns the index
+// of the first digit or npos.
+size_t DigitsBefore(std::string_view line, size_t end, size_t floor, uint32_t* value) {
+  size_t i = end;
+  while (i > floor && IsDigit(line[i - 1]) && end - i < 10) --i;
+  if (i == end) return std::string_view::npos;
+  uint64_t v = 0;
+  for (size_t k = i; k < end; ++k) v = v * 10 + static_cast<uint64_t>(line[k] - '0');
+  if (v > UINT32_MAX) return std::string_view::npos;
+  *value = static_cast<uint32_t>(v);
+  return i;
+}
+
+// `line[close]` is ']' of a "[dev]" field; returns the index of '[' or npos.
+size_t DevBracket(std::string_view line, size_t close, size_t floor, int* dev) {
+  uint32_t v = 0;
+  size_t first = DigitsBefore(line, close, floor, &v);
+  if (first == std::string_view::npos || first == floor || line[first - 1] != '[') {
+    return std::string_view::npos;
+  }
+  *dev = static_cast<int>(v > 1'000'000 ? 1'000'000 : v);
+  return first - 1;
+}
+
+// Parses "host:pid:tid" ending right before `end` (the space before "[dev]").
+// Returns the index where the host starts, or npos.
+size_t HostPrefix(std::string_view line, size_t end, size_t floor, Record* r) {
+  uint32_t tid = 0;
+  uint32_t pid = 0;
+  size_t t = DigitsBefore(line, end, floor, &tid);
+  if (t == std::string_view::npos || t <= floor || line[t - 1] != ':')
+    return std::string_view::npos;
+  size_t pid_end = t - 1;
+  size_t p = DigitsBefore(line, pid_end, floor, &pid);
+  if (p == std::string_view::npos || p <= floor || line[p - 1] != ':')
+    return std::string_view::npos;
+  size_t host_end = p - 1;
+  size_t h = host_end;
+  // A hostname holds no whitespace and no ':' (wrappers such as "[1,0]<stdout>:" or
+  // "[trainer0|0]:" end in ':'), and no '|' (console separators).
+  while (h > floor && host_end - h < kMaxHost) {
+    char c = line[h - 1];
+    if (IsSpace(c) || c == ':' || c == '|') break;
+    --h;
+  }
+  if (h == host_end) return std::string_view::npos;
+  r->host = line.substr(h, host_end - h);
+  r->proc_key = line.substr(h, pid_end - h);
+  r->pid = pid;
+  r->tid = tid;
+  return h;
+}
+
+// Fills the prefix fields of `r` for a marker (" NCCL INFO" etc.) at `marker`. `floor` is the
+// earliest index the prefix may use. Returns the prefix start, or npos when the marker is not a
+// record (e.g. "grep 'NCCL INFO'" in a shell command).
+size_t ParsePrefix(std::string_view line, size_t marker, size_t floor, bool needs_location,
+                   Record* r) {
+  if (marker == 0 || marker <= floor || !IsSpace(line[marker - 1])) return std::string_view::npos;
+  size_t end = marker - 1;  // the space before NCCL / INFO / WARN
+  size_t lo = end > kMaxPrefixScan + floor ? end - kMaxPrefixScan : floor;
+  size_t open = std::string_view::npos;
+  if (!needs_location) {
+    if (end == 0 || line[end - 1] != ']') return std::string_view::npos;
+    open = DevBracket(line, end - 1, lo, &r->dev);
+    if (open == std::string_view::npos) return std::string_view::npos;
+  } else {
+    // WARN: "[dev] <location> NCCL WARN". The location is free-form (C++ signatures hold
+    // spaces and parentheses), so look for the nearest "[digits] " to its left.
+    for (size_t i = end; i > lo + 1; --i) {
+      if (line[i - 1] == ' ' && line[i - 2] == ']') {
+        int dev = -1;
+        size_t o = DevBracket(line, i - 2, lo, &dev);
+        if (o != std::string_view::npos) {
+          open = o;
+          r->dev = dev;
+          r->location = line.substr(i, end - i);
+          break;
+        }
+      }
+    }
+    if (open == std::string_view::npos) {
+      // Prefix trimmed by the user: keep the location, no process.
+      size_t s = floor;
+      while (s < end && IsSpace(line[s])) ++s;
+      r->location = line.substr(s, end - s);
+      return s;
+    }
+  }
+  if (open > floor && IsSpace(line[open - 1])) {
+    size_t h = HostPrefix(line, open - 1, lo, r);
+    if (h != std::string_view::npos) return h;
+  }
+  return open;
+}
+
+bool Matches(std::string_view line, size_t at, std::string_view word) {
+  if (line.size() < at + word.size()) return false;
+  if (line.compare(at, word.size(), word) != 0) return false;
+  size_t after = at + word.size();
+  return after == line.size() || IsSpace(line[after]);
+}
+
+void Finish(std::string_view line, size_t prefix_start, size_t msg_start, Record* r) {
+  r->message = line.substr(msg_start < line.size() ? msg_start : line.size());
+  r->full = line.substr(prefix_start);
+}
+
+void CloseMessage(std::string_view line, size_t next_prefix, std::vector<Record>* out) {
+  if (out->empty()) return;
+  Record& prev = out->back();
+  size_t msg_start = static_cast<size_t>(prev.message.data() - line.data());
+  size_t full_start = static_cast<size_t>(prev.full.data() - line.data());
+  if (next_prefix < msg_start) next_prefix = msg_start;
+  prev.message = RTrim(line.substr(msg_start, next_prefix - msg_start));
+  prev.full = line.substr(full_start, msg_start + prev.message.size() - full_start);
+}
+
+void AddUnique(std::vector<Record>* out, const Record& r) {
+  for (const Record& o : *out) {
+    if (o.full == r.full && o.message == r.message) return;
+  }
+  out->push_back(r);
+}
+
+void FindLegacy(std::string_view line, std::vector<Record>* out) {
+  // NCCL <= 2.2: "host:pid:tid [dev] INFO msg" and "host:pid:tid [dev] file:line WARN msg".
+  size_t floor = 0;
+  for (size_t at = Find(line, "] INFO ", 0); at != std::string_view::npos;
+       at = Find(line, "] INFO ", at + 7)) {
+    Record r;
+    r.legacy = true;
+    size_t start = ParsePrefix(line, at + 2, floor, false, &r);
+    if (start == std::string_view::npos || r.host.empty()) continue;
+    CloseMessage(line, start, out);
+    Finish(line, start, at + 7, &r);
+    r.message = RTrim(r.message);
+    out->push_back(r);
+    floor = at + 7;
+  }
+  if (!out->empty()) return;
+  size_t at = Find(line, " WARN ", 0);
+  if (at == std::string_view::npos) return;
+  Record r;
+  r.legacy = true;
+  r.level = Level::kWarn;
+  size_t start = ParsePrefix(line, at + 1, 0, true, &r);
+  if (start == std::string_view::npos || r.host.empty()) return;
+  Finish(line, start, at + 6, &r);
+  r.message = RTrim(r.message);
+  out->push_back(r);
+}
+
+// The common case: the line starts with "host:pid:tid [dev] NCCL INFO ". Parsed forwards in one
+// pass; returns the message start or npos (then the general search runs).
+size_t ForwardInfoPrefix(std::string_view line, Record* r) {
+  const size_t n = line.size();
+  size_t i = 0;
+  while (i < n && i < kMaxHost && line[i] != ':' && !IsSpace(line[i]) && line[i] != '|') ++i;
+  if (i == 0 || i >= n || line[i] != ':') return std::string_view::npos;
+  size_t host_end = i++;
+  uint64_t pid = 0, tid = 0, dev = 0;
+  size_t b = i;
+  while (i < n && IsDigit(line[i]) && i - b < 10)
+    pid = pid * 10 + static_cast<uint64_t>(line[i++] - '0');
+  if (i == b || i >= n || line[i] != ':') return std::string_view::npos;
+  size_t pid_end = i++;
+  b = i;
+  while (i < n && IsDigit(line[i]) && i - b < 10)
+    tid = tid * 10 + static_cast<uint64_t>(line[i++] - '0');
+  if (i == b || i + 1 >= n || line[i] != ' ' || line[i + 1] != '[') return std::string_view::npos;
+  i += 2;
+  b = i;
+  while (i < n && IsDigit(line[i]) && i - b < 7)
+    dev = dev * 10 + static_cast<uint64_t>(line[i++] - '0');
+  if (i == b || i + 1 >= n || line[i] != ']' || line[i + 1] != ' ') return std::string_view::npos;
+  i += 2;
+  if (n - i < 9 || memcmp(line.data() + i, "NCCL INFO", 9) != 0) return std::string_view::npos;
+  if (n - i > 9 && line[i + 9] != ' ') return std::string_view::npos;
+  if (pid > UINT32_MAX || tid > UINT32_MAX) return std::string_view::npos;
+  r->host = line.substr(0, host_end);
+  r->proc_key = line.substr(0, pid_end);
+  r->pid = static_cast<uint32_t>(pid);
+  r->tid = static_cast<uint32_t>(tid);
+  r->dev = static_cast<int>(dev);
+  r->level = Level::kInfo;
+  return i + 9 + (n - i > 9 ? 1 : 0);
+}
+
+}  // namespace
+
+bool MaybeNcclLine(std::string_view line) {
+  return Find(line, "NCCL", 0) != std::string_view::npos ||
+         Find(line, " INFO ", 0) != std::string_view::npos ||
+         Find(line, " WARN ", 0) != std::string_view::npos;
+}
+
+size_t FindRecords(std::string_view line, std::vector<Record>* out) {
+  out->clear();
+  size_t floor = 0;
+  size_t at = 0;
+  {
+    Record r;
+    size_t msg = ForwardInfoPrefix(line, &r);
+    if (msg != std::string_view::npos) {
+      Finish(line, 0, msg, &r);
+      out->push_back(r);
+      floor = msg;
+      at = msg;
+    }
+  }
+  at = FindMarker(line, at);
+  while (at != std::string_view::npos) {
+    size_t word = at + 5;
+    Record r;
+    bool ok = true;
+    if (Matches(line, word, "INFO")) {
+      r.level = Level::kInfo;
+    } else if (Matches(line, word, "WARN")) {
+      r.level = Level::kWarn;
+    } else if (Matches(line, word, "TRACE")) {
+      r.level = Level::kTrace;
+    } else {
+      ok = false;
+    }
+    size_t msg_start = word + (r.level == Level::kTrace ? 6 : 5);
+    if (ok) {
+      size_t start = ParsePrefix(line, at, floor, r.level != Level::kInfo, &r);
+      if (start != std::string_view::npos) {
+        CloseMessage(line, start, out);
+        Finish(line, start, msg_start, &r);
+        AddUnique(out, r);
+        floor = msg_start;
+        at = FindMarker(line, msg_start);
+        continue;
+      }
+    }
+    at = FindMarker(line, at + 5);
+  }
+  if (!out->empty()) {
+    // The last record runs to the end of the line.
+    Record& last = out->back();
+    last.message = RTrim(last.message);
+    size_t full_start = static_cast<size_t>(last.full.data() - line.data());
+    size_t msg_start = static_cast<size_t>(last.message.data() - line.data());
+    last.full = line.substr(full_start, msg_start + last.message.size() - full_start);
+    return out->size();
+  }
+  FindLegacy(line, out);
+  return out->size();
+}
+
+void SplitVersion(std::string_view text, std::string_view* version, std::string_view* cuda) {
+  size_t plus = text.find("+cuda");
+  if (plus == std::string_view::npos) {
+    *version = text;
+    *cuda = {};
+    return;
+  }
+  *version = text.substr(0, plus);
+  *cuda = text.substr(plus + 5);
+}
+
+bool FindVersionBanner(std::string_view line, std::string_view* version, std::string_view* cuda) {
+  constexpr std::string_view kBanner = "NCCL version ";
+  for (size_t at = Find(line, kBanner, 0); at != std::string_view::npos;
+       at = Find(line, kBanner, at + kBanner.size())) {
+    size_t s = at + kBanner.size();
+    if (s >= line.size() || !IsDigit(line[s])) continue;
+    size_t e = s;
+    while (e < line.size() && !IsSpace(line[e]) && line[e] != ',' && e - s < 64) ++e;
+    std::string_view token = line.substr(s, e - s);
+    if (token.find("+cuda") == std::string_view::npos) continue;
+    SplitVersion(token, version, cuda);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace efawatch::nccl

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+// Finds NCCL log records inside one (already unwrapped) physical line. Pure functions over
+// string_views: no allocation besides the output vector, no regular expressions, no
+// backtracking: every byte is looked at a bounded number of times.
+namespace efawatch::nccl {
+
+enum class Level { kInfo, kWarn, kTrace };
+
+// One `host:pid:tid [dev] NCCL INFO|WARN ...` record. All views point into the scanned line.
+struct Record {
+  std::string_view host;      // empty when the prefix was trimmed away (some pasted logs)
+  std::string_view proc_key;  // "host:pid", contiguous in the line; empty without a prefix
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  int dev = -1;
+  Level level = Level::kInfo;
+  bool legacy = false;        // NCCL <= 2.2: "INFO"/"WARN" without the NCCL token
+  std::string_view location;  // WARN/TRACE: "file:line" or whatever a plugin passed
+  std::string_view message;   // text after "NCCL INFO " (right-trimmed)
+  std::string_view full;      // from the prefix to the end of the message
+};
+
+// Cheap pre-filter (three substring searches): false means the line certainly holds no NCCL record,
+// banner or NCCL_* setting, so a caller may skip it (the daemon uses it to ignore pods without
+// NCCL).
+bool MaybeNcclLine(std::string_view line);
+
+// Clears `out`, appends every record of `line` in order (a terminal copy can join several onto
+// one line) and returns how many were found. Exact duplicates on one line (CloudWatch consoles
+// repeat the message after a `|`) are reported once.
+size_t FindRecords(std::string_view line, std::vector<Record>* out);
+
+// Finds a bare version banner "NCCL version 2.19.3+cuda12.3" anywhere in the line (NCCL <= 2.21
+// prints it with printf, without the host prefix). `cuda` may be an unexpanded macro as in
+// TensorFlow builds ("CUDA_MAJOR.CUDA_MINOR").
+bool FindVersionBanner(std::string_view line, std::string_view* version, std::string_view* cuda);
+
+// Splits "2.19.3+cuda12.3" into its two halves; `cuda` is empty without "+cuda".
+void SplitVersion(std::string_view text, std::string_view* version, std::string_view* cuda);
+
+}  // namespace efawatch::nccl

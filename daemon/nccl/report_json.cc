@@ -1,0 +1,127 @@
+#include "daemon/nccl/report_json.h"
+
+#include <cstdint>
+#include <string>
+
+namespace efawatch::nccl {
+namespace {
+
+// Log text is arbitrary bytes; JSON strings must be UTF-8 (nlohmann throws on dump otherwise).
+// Invalid sequences become U+FFFD.
+std::string Utf8(const std::string& in) {
+  std::string out;
+  out.reserve(in.size());
+  size_t i = 0;
+  const size_t n = in.size();
+  while (i < n) {
+    unsigned char c = static_cast<unsigned char>(in[i]);
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (static_cast<unsigned char>(in[i + k]) & 0xC0) == 0x80;
+    }
+    if (ok && len > 1) {
+      uint32_t cp = c & (0x7F >> len);
+      for (size_t k = 1; k < len; ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(in[i + k]) & 0x3F);
+      // Overlong forms, surrogates and values past U+10FFFF are invalid.
+      static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+      ok = cp >= kMin[len] && !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF;
+    }
+    if (ok) {
+      out.append(in, i, len);
+      i += len;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    }
+  }
+  return out;
+}
+
+nlohmann::json Str(const std::string& s) { return nlohmann::json(Utf8(s)); }
+
+nlohmann::json OrNull(const std::string& s) { return s.empty() ? nlohmann::json() : Str(s); }
+nlohmann::json OrNull(int v) { return v < 0 ? nlohmann::json() : nlohmann::json(v); }
+
+}  // namespace
+
+nlohmann::json ReportToJson(const Report& report) {
+  nlohmann::json processes = nlohmann::json::array();
+  for (const Process& p : report.processes) {
+    nlohmann::json comms = nlohmann::json::array();
+    for (const Communicator& c : p.communicators) {
+      nlohmann::json transports = nlohmann::json::object();
+      for (const auto& [name, count] : c.transports) transports[Utf8(name)] = count;
+      comms.push_back({{"id", Str(c.id)},
+                       {"rank", OrNull(c.rank)},
+                       {"nranks", OrNull(c.nranks)},
+                       {"nnodes", OrNull(c.nnodes)},
+                       {"cuda_dev", OrNull(c.cuda_dev)},
+                       {"bus_id", OrNull(c.bus_id)},
+                       {"init_complete", c.init_complete},
+                       {"aborted", c.aborted},
+                       {"transports", transports}});
+    }
+    nlohmann::json settings = nlohmann::json::object();
+    for (const auto& [name, value] : p.settings) settings[Utf8(name)] = Utf8(value);
+    processes.push_back({{"host", Str(p.host)},
+                         {"pid", p.pid},
+                         {"source", Str(p.source)},
+                         {"nccl_version", OrNull(p.nccl_version)},
+                         {"cuda_version", OrNull(p.cuda_version)},
+                         {"net_plugin", OrNull(p.net_plugin)},
+                         {"net_plugin_state", OrNull(p.net_plugin_state)},
+                         {"network", OrNull(p.network)},
+                         {"network_family", OrNull(p.network_family)},
+                         {"ofi_provider", OrNull(p.ofi_provider)},
+                         {"ofi_fabric", OrNull(p.ofi_fabric)},
+                         {"ofi_nics", OrNull(p.ofi_nics)},
+                         {"instance_type", OrNull(p.instance_type)},
+                         {"bootstrap_interface", OrNull(p.bootstrap_interface)},
+                         {"bootstrap_address", OrNull(p.bootstrap_address)},
+                         {"gdr", Str(p.gdr)},
+                         {"settings", settings},
+                         {"warnings", p.warnings},
+                         {"errors", p.errors},
+                         {"communicators", comms}});
+  }
+  nlohmann::json findings = nlohmann::json::array();
+  for (const Finding& f : report.findings) {
+    findings.push_back({{"kind", Str(f.kind)},
+                        {"severity", SeverityName(f.severity)},
+                        {"host", Str(f.host)},
+                        {"pid", f.pid},
+                        {"message", Str(f.message)},
+                        {"count", f.count},
+                        {"evidence",
+                         {{"file", Str(f.evidence.file)},
+                          {"line", f.evidence.line},
+                          {"text", Str(f.evidence.text)}}}});
+  }
+  const Summary& s = report.summary;
+  nlohmann::json summary = {{"verdict", Str(s.verdict)},
+                            {"tcp_fallback", s.tcp_fallback},
+                            {"loopback_misuse", s.loopback_misuse},
+                            {"net_plugin_missing", s.net_plugin_missing},
+                            {"gdr_disabled", s.gdr_disabled},
+                            {"network", Str(s.network)},
+                            {"network_family", Str(s.network_family)},
+                            {"ofi_provider", Str(s.ofi_provider)},
+                            {"nccl_version", Str(s.nccl_version)},
+                            {"inter_node_transport", Str(s.inter_node_transport)},
+                            {"gdr", Str(s.gdr)},
+                            {"nodes", OrNull(s.nodes)},
+                            {"ranks", OrNull(s.ranks)},
+                            {"lines", s.lines},
+                            {"nccl_lines", s.nccl_lines},
+                            {"malformed_lines", s.malformed_lines},
+                            {"warn_records", s.warn_records}};
+  return {{"processes", processes}, {"findings", findings}, {"summary", summary}};
+}
+
+}  // namespace efawatch::nccl

@@ -1,0 +1,176 @@
+#pragma once
+
+// Internal to efawatch_nccl: the mutable state behind Analyzer, shared by analyzer.cc (feeding)
+// and snapshot.cc (deriving the report). Not a public header.
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "daemon/nccl/analyzer.h"
+#include "daemon/nccl/record_scanner.h"
+
+namespace efawatch::nccl::internal {
+
+struct Ev {
+  uint32_t source = 0;
+  uint64_t line = 0;
+  std::string text;
+  bool set() const { return line != 0 || !text.empty(); }
+};
+
+// A counted observation with its first evidence.
+struct Tally {
+  uint64_t count = 0;
+  Ev first;
+};
+
+enum class Tri : uint8_t { kUnknown, kYes, kNo };
+
+struct CommState {
+  std::string ptr;      // "0x55f9..." as printed
+  std::string comm_id;  // "0x795b..." (2.16+)
+  int rank = -1;
+  int nranks = -1;
+  int nnodes = -1;
+  int cuda_dev = -1;
+  std::string bus_id;
+  bool started = false;
+  bool complete = false;
+  bool aborted = false;
+  std::vector<std::pair<std::string, uint64_t>> transports;
+  uint64_t net_channels = 0;
+  uint64_t net_gdr_channels = 0;
+  uint64_t socket_channels = 0;
+};
+
+struct ProcState {
+  std::string host;
+  uint32_t pid = 0;
+  uint32_t source = 0;
+  uint64_t devices = 0;  // bit per [dev] value < 64 printed by this process
+  std::string version;
+  std::string cuda;
+
+  // Net plugin evidence.
+  bool plugin_not_found = false;
+  bool plugin_abi_mismatch = false;
+  bool plugin_loaded = false;
+  bool plugin_init_failed = false;
+  std::string plugin_name;    // "aws-ofi-nccl 1.4.0aws", "IBext", "NCCL RDMA Plugin v6"
+  std::string failed_plugin;  // plugin named by "Failed to initialize NET plugin X"
+  bool ofi_seen = false;      // any NET/OFI line
+  bool ibext_seen = false;    // HPC-X / rdma-sharp plugin lines
+  std::string weak_family;    // from WARN locations / error chains ("IB", "OFI", "other")
+  std::string weak_network;   // e.g. "GPUDirectTCPX"
+
+  // Network selection.
+  std::string network;      // "Using network X" / "Using internal Network X" / assigned
+  std::string channel_net;  // NET/<name> seen in channel lines (the first one)
+  bool ib_using = false;    // "NET/IB : Using [0]mlx5_0:1/IB ..."
+  bool ib_no_device = false;
+  bool socket_using = false;  // "NET/Socket : Using [0]eth0:..."
+  bool socket_lists_loopback = false;
+  std::string provider;
+  std::string fabric;
+  int nics = -1;
+  std::string instance_type;
+  bool hmem_needs_rdma = false;  // libfabric: the EFA device cannot do RDMA (no GDR possible)
+
+  // Bootstrap.
+  std::string boot_if;
+  std::string boot_addr;
+  bool boot_loopback = false;
+
+  // GDR.
+  Tally gdr_on;
+  Tally gdr_off;
+
+  std::vector<std::pair<std::string, std::string>> settings;
+
+  std::vector<std::unique_ptr<CommState>> comms;
+  CommState* current = nullptr;
+  CommState pending;  // channel lines seen before the comm that owns them is printed
+
+  Tally warns;
+  Tally error_chains;
+  Tally aborts;
+  Tally completions;
+  Tally connect_failures;
+  Tally plugin_failures;
+  bool remote_timeout = false;  // a TCP connect timed out: the peer is on another host
+
+  Ev ev_socket_channel;
+  Ev ev_net_channel;
+  Ev ev_network;
+  Ev ev_socket_using;
+  Ev ev_provider;
+  Ev ev_bootstrap;
+  Ev ev_ifname;
+  Ev ev_plugin;
+  Ev ev_ib_disable;
+};
+
+struct HeaderRank {
+  int rank = -1;
+  std::string host;
+};
+
+// What a source (file / container log) shows outside NCCL records.
+struct SourceState {
+  std::string name;
+  std::string banner_version;
+  std::string banner_cuda;
+  bool banner_conflict = false;
+  std::vector<std::pair<std::string, std::string>> launcher_env;  // NCCL_*/FI_* assignments
+  Ev ev_launcher_ifname;
+  Ev ev_launcher_ib_disable;
+  std::vector<HeaderRank> header;  // nccl-tests "#  Rank N ... on HOST device D"
+  Tally watchdog;
+  Tally framework_errors;  // "NCCL error in:", "Test NCCL failure", communicator aborted
+  // libfabric lines carry the pid but no host: kept here and matched to processes by pid.
+  std::vector<std::pair<uint32_t, std::string>> libfabric_warn_pids;  // (pid, what)
+  Ev ev_hmem;
+  Ev ev_efa_empty;
+  std::unique_ptr<PartialJoiner> joiner;
+};
+
+struct PidSlot {
+  ProcState* proc = nullptr;
+};
+
+struct State {
+  explicit State(AnalyzerOptions o) : options(o) {}
+
+  AnalyzerOptions options;
+  Counters counters;
+  std::vector<std::unique_ptr<SourceState>> sources;
+  absl::flat_hash_map<std::string, uint32_t> source_index;
+  std::string last_source_name;
+  uint32_t last_source = 0;
+  bool have_last_source = false;
+
+  absl::flat_hash_map<std::string, std::unique_ptr<ProcState>> procs;
+  std::deque<std::string> proc_order;  // insertion order, for eviction
+  std::string last_key;
+  ProcState* last_proc = nullptr;
+  std::array<PidSlot, 1024> pid_cache{};
+
+  std::vector<Record> records;  // reused per line
+  std::string scratch;
+  std::string json_text;
+};
+
+// Shared by analyzer.cc and merge.cc.
+uint32_t SourceIndexFor(State* st, std::string_view name);
+void AddSettingTo(std::vector<std::pair<std::string, std::string>>* settings, size_t cap,
+                  std::string_view name, std::string_view value);
+
+}  // namespace efawatch::nccl::internal

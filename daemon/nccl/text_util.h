@@ -1,0 +1,183 @@
+#pragma once
+
+// Internal to efawatch_nccl: small string_view helpers shared by the analyzer's .cc files.
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace efawatch::nccl::internal {
+
+// Byte loops instead of memcmp: the operands are a few bytes long and a libc call per
+// comparison showed up as the top item of the profile.
+inline bool SameBytes(const char* a, const char* b, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+inline bool StartsWith(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && SameBytes(s.data(), p.data(), p.size());
+}
+
+// Substring search: memchr (SIMD in glibc) on the needle's first non-space byte, then a compare.
+// Several times faster than glibc memmem for the short needles used here.
+// `anchor` picks the needle byte handed to memchr (default: the first non-space one); a rare
+// byte means fewer false starts.
+inline size_t FindIn(std::string_view hay, std::string_view needle, size_t from = 0,
+                     size_t anchor = std::string_view::npos) {
+  if (needle.empty() || from >= hay.size() || hay.size() - from < needle.size()) {
+    return std::string_view::npos;
+  }
+  size_t k = 0;
+  if (anchor < needle.size()) {
+    k = anchor;
+  } else {
+    while (k + 1 < needle.size() && needle[k] == ' ') ++k;
+  }
+  const char* base = hay.data();
+  const char* end = base + hay.size() - (needle.size() - 1 - k);  // last position for needle[k]
+  const char* p = base + from + k;
+  while (p < end) {
+    p = static_cast<const char*>(memchr(p, needle[k], static_cast<size_t>(end - p)));
+    if (p == nullptr) return std::string_view::npos;
+    const char* start = p - k;
+    if (SameBytes(start, needle.data(), needle.size())) {
+      return static_cast<size_t>(start - base);
+    }
+    ++p;
+  }
+  return std::string_view::npos;
+}
+
+inline bool Contains(std::string_view hay, std::string_view needle) {
+  return FindIn(hay, needle) != std::string_view::npos;
+}
+
+inline bool IsDigitChar(char c) { return c >= '0' && c <= '9'; }
+
+// Leading decimal integer of `s` (after spaces); -1 when there is none. Saturates at 1e9.
+inline int ParseInt(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  if (i >= s.size() || !IsDigitChar(s[i])) return -1;
+  int64_t v = 0;
+  for (; i < s.size() && IsDigitChar(s[i]); ++i) {
+    v = v * 10 + (s[i] - '0');
+    if (v > 1'000'000'000) return 1'000'000'000;
+  }
+  return static_cast<int>(v);
+}
+
+inline std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// The next whitespace-separated token at or after `*pos`; advances `*pos`.
+inline std::string_view NextToken(std::string_view s, size_t* pos) {
+  size_t i = *pos;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  size_t b = i;
+  while (i < s.size() && s[i] != ' ' && s[i] != '\t') ++i;
+  *pos = i;
+  return s.substr(b, i - b);
+}
+
+// One "iface:addr<port>" item of an interface list, "[0]" index removed.
+struct IfItem {
+  std::string_view iface;
+  std::string_view addr;
+};
+
+// Fixed capacity: NCCL lists at most MAX_IFS = 16 interfaces (src/include/socket.h).
+struct IfList {
+  IfItem items[16];
+  size_t size = 0;
+  bool empty() const { return size == 0; }
+  const IfItem* begin() const { return items; }
+  const IfItem* end() const { return items + size; }
+  const IfItem& operator[](size_t i) const { return items[i]; }
+  void push_back(IfItem item) { items[size++] = item; }
+};
+
+// Parses the interface lists NCCL prints after "Bootstrap : Using", "NET/Socket : Using",
+// "NET : Using interface": " [0]eth0:10.0.0.2<0> [1]lo:127.0.0.1<0>" or " eth0:10.0.0.2<0>".
+inline IfList ParseIfList(std::string_view s, size_t max_items = 16) {
+  IfList out;
+  if (max_items > 16) max_items = 16;
+  size_t pos = 0;
+  while (out.size < max_items) {
+    std::string_view tok = NextToken(s, &pos);
+    if (tok.empty()) break;
+    if (tok[0] == '[') {
+      size_t close = tok.find(']');
+      if (close == std::string_view::npos) continue;
+      tok.remove_prefix(close + 1);
+    }
+    size_t colon = tok.find(':');
+    if (colon == std::string_view::npos || colon == 0) continue;
+    std::string_view addr = tok.substr(colon + 1);
+    size_t lt = addr.find('<');
+    if (lt != std::string_view::npos) addr = addr.substr(0, lt);
+    out.push_back({tok.substr(0, colon), addr});
+  }
+  return out;
+}
+
+// 127.0.0.0/8, ::1 and the lo interface (and its aliases "lo:1").
+inline bool IsLoopback(std::string_view iface, std::string_view addr) {
+  if (iface == "lo" || StartsWith(iface, "lo:")) return true;
+  if (StartsWith(addr, "127.")) return true;
+  if (addr == "::1" || StartsWith(addr, "::1%")) return true;
+  return false;
+}
+
+// True when an NCCL_SOCKET_IFNAME value makes NCCL pick the loopback interface: a positive
+// (non-"^") list holding an entry that matches "lo" ("lo", "=lo", "lo0").
+inline bool IfnameSelectsLoopback(std::string_view value) {
+  value = Trim(value);
+  while (!value.empty() && (value.front() == '"' || value.front() == '\'')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '"' || value.back() == '\'' || value.back() == '.')) {
+    value.remove_suffix(1);
+  }
+  if (value.empty() || value.front() == '^') return false;
+  if (value.front() == '=') value.remove_prefix(1);
+  size_t b = 0;
+  while (b <= value.size()) {
+    size_t e = value.find(',', b);
+    if (e == std::string_view::npos) e = value.size();
+    std::string_view item = Trim(value.substr(b, e - b));
+    if (item == "lo" ||
+        (StartsWith(item, "lo") && item.size() <= 4 && item.size() > 2 && IsDigitChar(item[2]))) {
+      return true;
+    }
+    b = e + 1;
+  }
+  return false;
+}
+
+// NCCL net name -> family: "Socket", "IB" (IB, IBext, IBext_v8, RDMA plugins), "OFI"
+// (aws-ofi-nccl: "AWS Libfabric", "Libfabric", "OFI"), or "other" (GPUDirectTCPX, FasTrak ...).
+inline std::string NetFamily(std::string_view net) {
+  if (net.empty()) return "";
+  if (net == "Socket") return "Socket";
+  if (StartsWith(net, "IB") || Contains(net, "RDMA")) return "IB";
+  if (Contains(net, "Libfabric") || net == "OFI" || StartsWith(net, "AWS")) return "OFI";
+  return "other";
+}
+
+// libfabric providers that move data over TCP/UDP instead of RDMA.
+inline bool IsTcpProvider(std::string_view provider) {
+  return StartsWith(provider, "tcp") || StartsWith(provider, "sockets") ||
+         StartsWith(provider, "udp") || provider == "shm";
+}
+
+}  // namespace efawatch::nccl::internal

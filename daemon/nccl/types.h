@@ -1,0 +1,128 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+// Value types produced by the NCCL log analyzer (analyzer.h). They are plain data: copyable,
+// no pointers into the analyzer, safe to hand to another thread once produced.
+namespace efawatch::nccl {
+
+enum class Severity { kInfo = 0, kWarning = 1, kCritical = 2 };
+
+// "info", "warning" or "critical".
+const char* SeverityName(Severity severity);
+
+// Where a finding comes from: the source name given to Analyzer::Feed, its line number and the
+// (cleaned, length-capped) line text.
+struct Evidence {
+  std::string file;
+  uint64_t line = 0;
+  std::string text;
+
+  bool empty() const { return file.empty() && line == 0 && text.empty(); }
+};
+
+// Stable finding kinds; docs/nccl-findings.md explains each one.
+inline constexpr char kTcpFallback[] = "tcp_fallback";
+inline constexpr char kLoopbackMisuse[] = "loopback_misuse";
+inline constexpr char kNetPluginMissing[] = "net_plugin_missing";
+inline constexpr char kGdrDisabled[] = "gdr_disabled";
+inline constexpr char kNcclWarning[] = "nccl_warning";
+inline constexpr char kNcclError[] = "nccl_error";
+inline constexpr char kCollectiveTimeout[] = "collective_timeout";
+inline constexpr char kCommAbort[] = "comm_abort";
+inline constexpr char kNetCompletionError[] = "net_completion_error";
+inline constexpr char kConnectionFailure[] = "connection_failure";
+
+struct Finding {
+  std::string kind;
+  Severity severity = Severity::kInfo;
+  std::string host;  // empty when the evidence names no process (launcher lines, banners)
+  uint32_t pid = 0;
+  std::string message;  // one human sentence
+  uint64_t count = 1;   // occurrences folded into this finding (WARN lines, error chains, ...)
+  Evidence evidence;    // the first occurrence
+};
+
+struct Communicator {
+  std::string id;  // commId (NCCL >= 2.16) when printed, else the comm pointer
+  int rank = -1;
+  int nranks = -1;
+  int nnodes = -1;  // NCCL >= 2.20 "nNodes"; -1 when not printed
+  int cuda_dev = -1;
+  std::string bus_id;
+  bool init_complete = false;
+  bool aborted = false;
+  // Channel connections by transport ("P2P/IPC", "SHM", "NET/Socket", "NET/IB/GDRDMA", ...).
+  std::vector<std::pair<std::string, uint64_t>> transports;
+};
+
+struct Process {
+  std::string host;
+  uint32_t pid = 0;
+  std::string source;  // first source this process was seen in
+  std::string nccl_version;
+  std::string cuda_version;
+  std::string net_plugin;        // "aws-ofi-nccl 1.4.0aws", "IBext", "none", "" when unknown
+  std::string net_plugin_state;  // "loaded", "not_found", "abi_mismatch", "init_failed", ""
+  std::string network;           // NCCL's net name: "Socket", "IB", "IBext_v8", "AWS Libfabric"
+  std::string network_family;    // "Socket", "IB", "OFI", "other", "" when unknown
+  std::string ofi_provider;      // "efa", "tcp;ofi_rxm", ...
+  std::string ofi_fabric;
+  int ofi_nics = -1;
+  std::string instance_type;  // from aws-ofi-nccl "Running on <type> platform"
+  std::string bootstrap_interface;
+  std::string bootstrap_address;
+  std::string gdr;                                            // "on", "off", "unknown"
+  std::vector<std::pair<std::string, std::string>> settings;  // echoed NCCL_* / FI_* settings
+  std::vector<Communicator> communicators;
+  uint64_t warnings = 0;
+  uint64_t errors = 0;
+};
+
+struct Summary {
+  bool tcp_fallback = false;
+  bool loopback_misuse = false;
+  bool net_plugin_missing = false;
+  bool gdr_disabled = false;
+  std::string network;         // most telling network name seen
+  std::string network_family;  // "Socket", "IB", "OFI", "other", ""
+  std::string ofi_provider;    // "none" when no OFI plugin is involved, "unknown" when not shown
+  std::string nccl_version;
+  std::string inter_node_transport;  // "NET/Socket", "NET/IB", "NET/OFI", "none(single node)", ...
+  std::string gdr;                   // "on", "off", "partial", "unknown"
+  int nodes = -1;                    // best node count estimate, -1 unknown
+  int ranks = -1;                    // largest nranks seen
+  std::string verdict;               // the one-line verdict printed first by `efawatch analyze`
+  uint64_t lines = 0;
+  uint64_t nccl_lines = 0;
+  uint64_t malformed_lines = 0;
+  uint64_t warn_records = 0;
+};
+
+struct Report {
+  std::vector<Process> processes;
+  std::vector<Finding> findings;
+  Summary summary;
+
+  // True when a finding of `kind` exists at warning severity or above.
+  bool Has(const std::string& kind) const;
+  // Highest severity among the findings (kInfo when there are none).
+  Severity MaxSeverity() const;
+};
+
+struct Counters {
+  uint64_t lines = 0;              // physical lines fed
+  uint64_t nccl_lines = 0;         // lines holding at least one NCCL record or version banner
+  uint64_t malformed_lines = 0;    // binary junk or broken envelopes: skipped
+  uint64_t evicted_processes = 0;  // processes dropped to respect max_processes
+  uint64_t evicted_comms = 0;      // communicators dropped to respect max_comms_per_process
+  uint64_t truncated_lines = 0;    // lines cut to max_line_bytes
+  uint64_t records = 0;            // NCCL records (a physical line can hold several)
+  uint64_t warn_records = 0;       // "NCCL WARN" records
+  uint64_t legacy_records = 0;     // pre-2.3 records without the NCCL token
+};
+
+}  // namespace efawatch::nccl

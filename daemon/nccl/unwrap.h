@@ -1,0 +1,67 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+// Removes what container runtimes, launchers, consoles and terminals put around a log line, so
+// the record scanner sees NCCL's own text. Stateless functions plus a small joiner for records
+// a runtime split into partial pieces.
+namespace efawatch::nccl {
+
+// How the bytes of a line are packaged.
+enum class Envelope {
+  kAuto,        // detect CRI or docker json-file per line, else plain
+  kPlain,       // the line is the log text
+  kCri,         // "<RFC3339Nano> <stdout|stderr> <P|F> <text>" (containerd, CRI-O)
+  kDockerJson,  // {"log":"...\n","stream":"stdout","time":"..."} (docker json-file)
+};
+
+struct CriRecord {
+  std::string_view time;
+  std::string_view stream;
+  bool partial = false;  // "P": the runtime split a long line; the rest follows
+  std::string_view text;
+};
+
+// Parses one CRI log line. False when the line is not in CRI format.
+bool ParseCri(std::string_view line, CriRecord* out);
+
+// Decodes a docker json-file line: `*text` receives the "log" string with JSON escapes decoded
+// and without its trailing newline; `*partial` is true when there was no trailing newline
+// (docker splits lines longer than 16 KiB). False when the line is not a docker json line or
+// its "log" string is broken.
+bool ParseDockerJson(std::string_view line, std::string* text, bool* partial);
+
+// Length of an ISO-8601 / RFC 3339 timestamp at the start of `s` ("2025-05-16T16:39:51.208-07:00",
+// "2024-12-04T07:19:43.480Z", "2025-02-18 12:54"), or 0.
+size_t TimestampLength(std::string_view s);
+
+// Strips CR/LF, ANSI colour codes, trailing padding and TUI box drawing, and leading console
+// wrappers (indentation, CloudWatch "| <time> |", log-platform dates, Open MPI
+// "[1,0]<stdout>:", Ray "(RayTrainWorker pid=1, ip=...)", k9s frames). Wrappers in the middle of
+// the line are left to the record scanner, which finds records anywhere. Uses `scratch` only
+// when bytes must be removed from the middle (ANSI codes).
+std::string_view CleanLine(std::string_view line, std::string* scratch);
+
+// Joins the pieces of a record split by the runtime ("P" records, docker lines without "\n").
+// Bounded: text beyond `max_bytes` is dropped and reported as truncated.
+class PartialJoiner {
+ public:
+  explicit PartialJoiner(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // Adds a piece that is not the last one.
+  void AddPartial(std::string_view piece);
+  // Adds the last piece; returns the whole record, valid until the next call. `*truncated`
+  // is set when pieces were dropped.
+  std::string_view Complete(std::string_view last, bool* truncated);
+  bool pending() const { return !buffer_.empty(); }
+
+ private:
+  size_t max_bytes_;
+  std::string buffer_;
+  std::string joined_;
+  bool truncated_ = false;
+};
+
+}  // namespace efawatch::nccl

@@ -1,0 +1,55 @@
+// libFuzzer entry point: arbitrary bytes are split into lines and fed to an Analyzer with small
+// bounds (so eviction and truncation paths run), then the report is built and rendered.
+// The first byte picks the envelope and the bounds; seeds are tests/fixtures/nccl/*.log.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/nccl/analyzer.h"
+#include "daemon/nccl/record_scanner.h"
+#include "daemon/nccl/report_json.h"
+#include "daemon/nccl/unwrap.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace efawatch::nccl;
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  uint8_t mode = size > 0 ? data[0] : 0;
+  AnalyzerOptions options;
+  options.envelope = static_cast<Envelope>(mode & 3);
+  if (mode & 4) {
+    options.max_processes = 3;
+    options.max_comms_per_process = 2;
+    options.max_line_bytes = 300;
+    options.max_settings_per_process = 2;
+    options.max_sources = 2;
+  }
+  options.group_by_source = (mode & 8) != 0;
+  Analyzer analyzer(options);
+  std::vector<Record> records;
+  std::string scratch;
+  std::string json_text;
+  uint64_t line_no = 0;
+  size_t start = 0;
+  while (start <= input.size()) {
+    size_t nl = input.find('\n', start);
+    if (nl == std::string_view::npos) nl = input.size();
+    std::string_view line = input.substr(start, nl - start);
+    const char* source = (line_no % 3 == 0) ? "a.log" : "b.log";
+    analyzer.Feed(source, ++line_no, line);
+    // The building blocks on their own, too.
+    FindRecords(CleanLine(line, &scratch), &records);
+    bool partial = false;
+    ParseDockerJson(line, &json_text, &partial);
+    std::string_view v, cuda;
+    FindVersionBanner(line, &v, &cuda);
+    MaybeNcclLine(line);
+    if (line_no % 64 == 0) analyzer.Snapshot();
+    start = nl + 1;
+  }
+  Report report = analyzer.Snapshot();
+  std::string out = ReportToJson(report).dump();
+  (void)out;
+  return 0;
+}

@@ -1,0 +1,139 @@
+// Runs the real `efawatch analyze` binary on the NCCL fixtures: text and JSON output, stdin,
+// gzip input, and the exit codes (0 no critical finding, 1 critical, 2 usage or I/O error).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+std::string Env(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : fallback;
+}
+
+std::string Bin() { return Env("EFAWATCH_BINARY_DIR", ".") + "/bin/efawatch"; }
+std::string Fixture(const std::string& name) {
+  return Env("EFAWATCH_SOURCE_DIR", ".") + "/tests/fixtures/nccl/" + name;
+}
+
+struct CmdResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs a shell command line; stderr goes to a temp file.
+CmdResult Shell(const std::string& cmd) {
+  std::filesystem::path err_path =
+      std::filesystem::temp_directory_path() / ("efawatch_err_" + std::to_string(getpid()));
+  CmdResult r;
+  FILE* p = popen((cmd + " 2>" + err_path.string()).c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_path);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  r.err = ss.str();
+  std::filesystem::remove(err_path);
+  return r;
+}
+
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+TEST(AnalyzeCliTest, TextVerdictAndExitCodeOnHealthyEfa) {
+  CmdResult r = Shell(Bin() + " analyze " + Fixture("efa-ofi-healthy-2.21.log"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(FirstLine(r.out), "OK: inter-node traffic on NET/OFI (efa), GDR on");
+  EXPECT_TRUE(r.err.empty());
+}
+
+TEST(AnalyzeCliTest, TextVerdictAndExitCodeOnTcpFallback) {
+  CmdResult r =
+      Shell(Bin() + " analyze --format text " + Fixture("socket-fallback-plugin-missing-2.19.log"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(FirstLine(r.out).rfind("TCP FALLBACK: 2 ranks on 2 nodes use NET/Socket", 0), 0u)
+      << r.out;
+  EXPECT_NE(r.out.find("[critical] tcp_fallback"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("socket-fallback-plugin-missing-2.19.log:"), std::string::npos);
+}
+
+TEST(AnalyzeCliTest, JsonOutput) {
+  CmdResult r = Shell(Bin() + " analyze --format json " + Fixture("efa-ofi-tcp-provider-2.23.log"));
+  EXPECT_EQ(r.code, 1);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["summary"]["tcp_fallback"], true);
+  EXPECT_EQ(j["summary"]["ofi_provider"], "tcp;ofi_rxm");
+  EXPECT_EQ(j["summary"]["nccl_version"], "2.23.4");
+  EXPECT_EQ(j["processes"].size(), 2u);
+  EXPECT_EQ(j["findings"][0]["kind"], "tcp_fallback");
+  EXPECT_EQ(j["findings"][0]["severity"], "critical");
+}
+
+TEST(AnalyzeCliTest, ReadsStdin) {
+  CmdResult r = Shell("cat " + Fixture("ifname-lo-single-node-2.16.log") + " | " + Bin() +
+                      " analyze --format json -");
+  EXPECT_EQ(r.code, 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["summary"]["loopback_misuse"], true);
+  EXPECT_EQ(j["findings"][0]["evidence"]["file"], "<stdin>");
+}
+
+TEST(AnalyzeCliTest, ReadsGzipAndSeveralFiles) {
+  std::filesystem::path gz =
+      std::filesystem::temp_directory_path() / ("efawatch_" + std::to_string(getpid()) + ".log.gz");
+  {
+    std::ifstream in(Fixture("ib-healthy-internal-2.18.log"), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string data = ss.str();
+    gzFile f = gzopen(gz.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(gzwrite(f, data.data(), static_cast<unsigned>(data.size())),
+              static_cast<int>(data.size()));
+    gzclose(f);
+  }
+  CmdResult r = Shell(Bin() + " analyze " + gz.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(FirstLine(r.out), "OK: inter-node traffic on NET/IB, GDR on");
+  CmdResult both = Shell(Bin() + " analyze --format json " + gz.string() + " " +
+                         Fixture("socket-single-node-2.20.log"));
+  nlohmann::json j = nlohmann::json::parse(both.out);
+  EXPECT_EQ(j["processes"].size(), 4u);
+  std::filesystem::remove(gz);
+}
+
+TEST(AnalyzeCliTest, MissingFileIsAnIoError) {
+  CmdResult r = Shell(Bin() + " analyze /nonexistent/efawatch.log");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/efawatch.log"), std::string::npos);
+}
+
+TEST(AnalyzeCliTest, UsageErrors) {
+  EXPECT_EQ(Shell(Bin() + " analyze --format yaml " + Fixture("efa-ofi-healthy-2.21.log")).code, 2);
+  EXPECT_EQ(Shell(Bin() + " analyze").code, 2);
+  EXPECT_EQ(Shell(Bin()).code, 2);
+}
+
+TEST(AnalyzeCliTest, PrintsVersion) {
+  CmdResult r = Shell(Bin() + " version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("efawatch ", 0), 0u);
+}
+
+}  // namespace

@@ -1,0 +1,209 @@
+// The real efawatchd following a temporary pod log tree: CRI logs built from the NCCL fixtures
+// are written while it runs, rotated as kubelet does, truncated, deleted; the agent is SIGKILLed
+// and restarted mid-stream. The scraped metrics must count every line exactly once and show the
+// expected verdicts.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/subprocess.h"
+
+namespace efawatch {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::Subprocess;
+using testing::TempDir;
+
+std::vector<std::string> FixtureLines(const std::string& name) {
+  std::ifstream in(std::string(std::getenv("EFAWATCH_SOURCE_DIR")) + "/tests/fixtures/nccl/" +
+                   name);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+void AppendCri(const fs::path& f, const std::vector<std::string>& lines, size_t from = 0,
+               size_t to = SIZE_MAX) {
+  std::ofstream out(f, std::ios::app);
+  for (size_t i = from; i < std::min(to, lines.size()); ++i) {
+    out << "2026-12-02T10:00:00.000000001Z stdout F " << lines[i] << "\n";
+  }
+}
+
+std::vector<std::string> Chatter(int n, int start = 0) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back("step " + std::to_string(start + i) + " loss 0.123");
+  return v;
+}
+
+class Agent {
+ public:
+  Agent(const TempDir& dir) {
+    fs::remove(dir.File("ports.json"));
+    proc_ = std::make_unique<Subprocess>(std::vector<std::string>{
+        testing::BinaryPath("bin/efawatchd"), "--metrics-listen=127.0.0.1:0",
+        "--grpc-listen=127.0.0.1:0", "--port-file=" + dir.File("ports.json"),
+        "--pod-log-root=" + dir.File("pods"), "--state-dir=" + dir.File("state"),
+        "--sysfs-root=" + dir.File("nosys"), "--pod-grace-period-seconds=2"});
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    const std::regex re(R"re("metrics": (\d+))re");
+    while (std::chrono::steady_clock::now() < deadline && port_ == 0) {
+      std::smatch m;
+      const std::string text = testing::ReadFileOrEmpty(dir.File("ports.json"));
+      if (std::regex_search(text, m, re)) port_ = std::stoi(m[1]);
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  std::string Scrape() const { return testing::HttpGet(port_, "/metrics").second; }
+  // Polls until `pred(scrape)` holds or the timeout passes; returns the last scrape.
+  std::string WaitFor(const std::function<bool(const std::string&)>& pred,
+                      std::chrono::milliseconds timeout = 10s) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::string s;
+    do {
+      s = Scrape();
+      if (pred(s)) return s;
+      std::this_thread::sleep_for(20ms);
+    } while (std::chrono::steady_clock::now() < deadline);
+    return s;
+  }
+  Subprocess& proc() { return *proc_; }
+  int port() const { return port_; }
+
+ private:
+  std::unique_ptr<Subprocess> proc_;
+  int port_ = 0;
+};
+
+std::string Series(const std::string& metric, const std::string& pod) {
+  return metric + "{namespace=\"train\",pod=\"" + pod + "\",container=\"main\"}";
+}
+
+// The value of `series` in a scrape, or -1 when absent.
+double Value(const std::string& scrape, const std::string& series) {
+  auto p = scrape.find("\n" + series + " ");
+  if (p == std::string::npos) return -1;
+  return std::stod(scrape.substr(p + series.size() + 2));
+}
+
+TEST(PodLogsTest, CountsEveryLineOnceThroughRotationTruncationDeletionAndSigkill) {
+  TempDir dir;
+  const fs::path a = fs::path(dir.path()) / "pods/train_fallback-0_uid-a/main";
+  const fs::path b = fs::path(dir.path()) / "pods/train_efa-0_uid-b/main";
+  const fs::path c = fs::path(dir.path()) / "pods/train_chatter-0_uid-c/main";
+  for (const auto& d : {a, b, c}) fs::create_directories(d);
+  const auto fallback = FixtureLines("socket-fallback-plugin-missing-2.19.log");
+  const auto efa = FixtureLines("efa-ofi-healthy-2.21.log");
+  ASSERT_GT(fallback.size(), 10u);
+  ASSERT_GT(efa.size(), 10u);
+  const size_t half = fallback.size() / 2;
+
+  AppendCri(a / "0.log", fallback, 0, half);
+  AppendCri(b / "0.log", efa);
+  AppendCri(c / "0.log", Chatter(500));
+
+  auto agent = std::make_unique<Agent>(dir);
+  ASSERT_NE(agent->port(), 0) << agent->proc().Stderr();
+  const std::string chatter_lines = Series("efawatch_logs_lines_total", "chatter-0");
+  std::string s = agent->WaitFor([&](const std::string& x) {
+    return Value(x, chatter_lines) == 500 &&
+           Value(x, Series("efawatch_nccl_tcp_fallback", "efa-0")) == 0;
+  });
+  ASSERT_EQ(Value(s, chatter_lines), 500) << s;
+  EXPECT_EQ(Value(s, Series("efawatch_logs_nccl_lines_total", "chatter-0")), 0);
+  EXPECT_THAT(s, Not(HasSubstr(Series("efawatch_nccl_tcp_fallback", "chatter-0"))))
+      << "a pod without NCCL gets no verdict series";
+
+  // Lag from a written line to its metric, with inotify.
+  const auto t0 = std::chrono::steady_clock::now();
+  AppendCri(c / "0.log", Chatter(1, 500));
+  s = agent->WaitFor([&](const std::string& x) { return Value(x, chatter_lines) == 501; }, 5s);
+  const auto lag = std::chrono::steady_clock::now() - t0;
+  ASSERT_EQ(Value(s, chatter_lines), 501);
+  EXPECT_LT(lag, 1s) << "lag " << std::chrono::duration_cast<std::chrono::milliseconds>(lag).count()
+                     << " ms";
+  RecordProperty(
+      "lag_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lag).count()));
+
+  // Kubelet rotation of A: N.log -> N.log.<time>, then the runtime writes a new N.log.
+  fs::rename(a / "0.log", a / "0.log.20261202-100000");
+  AppendCri(a / "0.log", fallback, half);
+  // copytruncate of C.
+  fs::resize_file(c / "0.log", 0);
+  s = agent->WaitFor([&](const std::string& x) {
+    return Value(x, Series("efawatch_logs_lines_total", "fallback-0")) == double(fallback.size());
+  });
+  EXPECT_EQ(Value(s, Series("efawatch_logs_lines_total", "fallback-0")), double(fallback.size()));
+  EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_fallback", "fallback-0")), 1) << s;
+  EXPECT_EQ(Value(s, Series("efawatch_nccl_net_plugin_missing", "fallback-0")), 1);
+  EXPECT_GE(Value(s, "efawatch_logs_rotations_total"), 1);
+  AppendCri(c / "0.log", Chatter(250, 1000));
+  s = agent->WaitFor([&](const std::string& x) { return Value(x, chatter_lines) == 751; });
+  EXPECT_EQ(Value(s, chatter_lines), 751);
+  EXPECT_GE(Value(s, "efawatch_logs_truncations_total"), 1);
+  // Let a checkpoint record this state (every 5 s), so what follows is "mid-stream".
+  const double writes = Value(s, "efawatch_logs_checkpoint_writes_total");
+  s = agent->WaitFor(
+      [&](const std::string& x) {
+        return Value(x, "efawatch_logs_checkpoint_writes_total") > writes;
+      },
+      15s);
+
+  // SIGKILL mid-stream; lines written while the agent is down must be read by the next one.
+  AppendCri(c / "0.log", Chatter(100, 2000));
+  agent->proc().Signal(SIGKILL);
+  ASSERT_TRUE(agent->proc().Wait(5s).has_value());
+  AppendCri(c / "0.log", Chatter(149, 3000));
+  agent = std::make_unique<Agent>(dir);
+  ASSERT_NE(agent->port(), 0) << agent->proc().Stderr();
+  s = agent->WaitFor([&](const std::string& x) { return Value(x, chatter_lines) >= 1000; });
+  EXPECT_EQ(Value(s, chatter_lines), 1000) << "nothing lost, nothing doubled";
+  EXPECT_EQ(Value(s, Series("efawatch_logs_lines_total", "fallback-0")), double(fallback.size()));
+  EXPECT_EQ(Value(s, Series("efawatch_logs_lines_total", "efa-0")), double(efa.size()));
+  EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_fallback", "fallback-0")), 1)
+      << "the verdict survives the restart";
+  EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_fallback", "efa-0")), 0);
+
+  // A deleted pod's series go away after the grace period (2 s here).
+  fs::remove_all(fs::path(dir.path()) / "pods/train_efa-0_uid-b");
+  s = agent->WaitFor(
+      [&](const std::string& x) {
+        return x.find(Series("efawatch_logs_lines_total", "efa-0")) == std::string::npos;
+      },
+      10s);
+  EXPECT_THAT(s, Not(HasSubstr("pod=\"efa-0\"")));
+  EXPECT_THAT(s, HasSubstr(Series("efawatch_logs_lines_total", "fallback-0")));
+
+  agent->proc().Signal(SIGTERM);
+  auto code = agent->proc().Wait(2s);
+  ASSERT_TRUE(code.has_value()) << agent->proc().Stderr();
+  EXPECT_EQ(*code, 0);
+}
+
+TEST(PodLogsTest, SymlinkOutOfTheRootIsNotFollowed) {
+  TempDir dir;
+  const fs::path d = fs::path(dir.path()) / "pods/train_sneaky-0_uid-d/main";
+  fs::create_directories(d);
+  AppendCri(fs::path(dir.path()) / "outside.log", Chatter(10));
+  fs::create_symlink(fs::path(dir.path()) / "outside.log", d / "0.log");
+  Agent agent(dir);
+  ASSERT_NE(agent.port(), 0);
+  std::string s = agent.WaitFor(
+      [](const std::string& x) { return Value(x, "efawatch_logs_files_refused_total") == 1; });
+  EXPECT_EQ(Value(s, "efawatch_logs_files_refused_total"), 1);
+  EXPECT_THAT(s, Not(HasSubstr("sneaky-0")));
+  EXPECT_EQ(Value(s, "efawatch_logs_read_lines_total"), 0);
+}
+
+}  // namespace
+}  // namespace efawatch

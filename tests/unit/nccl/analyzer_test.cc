@@ -1,0 +1,523 @@
+#include "daemon/nccl/analyzer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "daemon/nccl/report_json.h"
+
+namespace efawatch::nccl {
+namespace {
+
+Report Analyze(const std::vector<std::string>& lines, AnalyzerOptions options = {},
+               Counters* counters = nullptr) {
+  Analyzer a(options);
+  uint64_t n = 0;
+  for (const std::string& l : lines) a.Feed("test.log", ++n, l);
+  if (counters != nullptr) *counters = a.counters();
+  return a.Snapshot();
+}
+
+const Finding* FindKind(const Report& r, const std::string& kind) {
+  for (const Finding& f : r.findings) {
+    if (f.kind == kind) return &f;
+  }
+  return nullptr;
+}
+
+const Process* FindProc(const Report& r, const std::string& host, uint32_t pid) {
+  for (const Process& p : r.processes) {
+    if (p.host == host && p.pid == pid) return &p;
+  }
+  return nullptr;
+}
+
+// Two nodes over NCCL's Socket transport (the canonical TCP fallback).
+const std::vector<std::string> kTwoNodeSocket = {
+    "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+    "a:1:1 [0] NCCL INFO Using network Socket",
+    "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>",
+    "b:2:2 [0] NCCL INFO Using network Socket",
+    "a:1:3 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0",
+};
+
+TEST(AnalyzerTest, ExtractsVersionFromBareAndInfoBanner) {
+  Report r = Analyze(
+      {"h:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>", "NCCL version 2.19.3+cuda12.3"});
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].nccl_version, "2.19.3");
+  EXPECT_EQ(r.processes[0].cuda_version, "12.3");
+  r = Analyze({"h:1:1 [0] NCCL INFO NCCL version 2.27.6+cuda13.0"});
+  EXPECT_EQ(r.summary.nccl_version, "2.27.6");
+  EXPECT_EQ(r.processes[0].cuda_version, "13.0");
+}
+
+TEST(AnalyzerTest, ExtractsOfiPluginProviderFabricAndNics) {
+  Report r = Analyze({
+      "h:1:1 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.14.0",
+      "h:1:1 [0] NCCL INFO NET/OFI Running on p5en.48xlarge platform, topology file x.xml",
+      "h:1:1 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct (found 16 nics)",
+      "h:1:1 [0] NCCL INFO NET/OFI Setting FI_EFA_FORK_SAFE environment variable to 1",
+      "h:1:1 [0] NCCL INFO Using network Libfabric",
+  });
+  const Process& p = r.processes.at(0);
+  EXPECT_EQ(p.net_plugin, "aws-ofi-nccl 1.14.0");
+  EXPECT_EQ(p.net_plugin_state, "loaded");
+  EXPECT_EQ(p.ofi_provider, "efa");
+  EXPECT_EQ(p.ofi_fabric, "efa-direct");
+  EXPECT_EQ(p.ofi_nics, 16);
+  EXPECT_EQ(p.instance_type, "p5en.48xlarge");
+  EXPECT_EQ(p.network, "Libfabric");
+  EXPECT_EQ(p.network_family, "OFI");
+  ASSERT_EQ(p.settings.size(), 1u);
+  EXPECT_EQ(p.settings[0].first, "FI_EFA_FORK_SAFE");
+  EXPECT_EQ(r.summary.ofi_provider, "efa");
+}
+
+TEST(AnalyzerTest, ExtractsOldProviderFormats) {
+  Report r = Analyze({"h:1:1 [0] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)",
+                      "h:2:2 [0] NCCL INFO NET/OFI Selected Provider is tcp;ofi_rxm"});
+  EXPECT_EQ(FindProc(r, "h", 1)->ofi_nics, 4);
+  EXPECT_EQ(FindProc(r, "h", 2)->ofi_provider, "tcp;ofi_rxm");
+}
+
+TEST(AnalyzerTest, ExtractsPluginStates) {
+  Report r = Analyze({
+      "a:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).",
+      "b:1:1 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v7 symbol.",
+      "c:1:1 [0] NCCL INFO NET/Plugin: Loaded net plugin IBext_v8 (v8)",
+      "d:1:1 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
+      "plugin.",
+      "e:1:1 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so",
+      "e:1:1 [0] NCCL INFO P2P plugin IBext",
+      "f:1:1 [0] NCCL INFO Failed to initialize NET plugin GPUDirectTCPX",
+  });
+  EXPECT_EQ(FindProc(r, "a", 1)->net_plugin_state, "not_found");
+  EXPECT_EQ(FindProc(r, "a", 1)->net_plugin, "none");
+  EXPECT_EQ(FindProc(r, "b", 1)->net_plugin_state, "abi_mismatch");
+  EXPECT_EQ(FindProc(r, "c", 1)->net_plugin, "IBext_v8");
+  EXPECT_EQ(FindProc(r, "d", 1)->net_plugin_state, "not_found");
+  EXPECT_EQ(FindProc(r, "e", 1)->net_plugin, "IBext");
+  EXPECT_EQ(FindProc(r, "f", 1)->net_plugin_state, "init_failed");
+}
+
+TEST(AnalyzerTest, ExtractsBootstrapInAllFormats) {
+  Report r = Analyze({
+      "a:1:1 [0] NCCL INFO NET : Using interface ib0:12.12.12.102<0>",
+      "b:1:1 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.2<0> [1]lo:127.0.0.1<0>",
+      "c:1:1 [0] NCCL INFO Bootstrap : Using enp179s0f0:198.18.2.2<0>",
+      "d:1:1 [0] NCCL INFO Bootstrap: Using enp9s0np0:10.99.0.2<0>",
+      "e:1:1 [0] NCCL INFO Bootstrap : Using [0]ip6tnl0:fe80::e866:19ff:fe1e:a688%ip6tnl0<0>",
+  });
+  EXPECT_EQ(FindProc(r, "a", 1)->bootstrap_interface, "ib0");
+  EXPECT_EQ(FindProc(r, "a", 1)->bootstrap_address, "12.12.12.102");
+  EXPECT_EQ(FindProc(r, "b", 1)->bootstrap_interface, "eth0");
+  EXPECT_EQ(FindProc(r, "c", 1)->bootstrap_address, "198.18.2.2");
+  EXPECT_EQ(FindProc(r, "d", 1)->bootstrap_interface, "enp9s0np0");
+  EXPECT_EQ(FindProc(r, "e", 1)->bootstrap_address, "fe80::e866:19ff:fe1e:a688%ip6tnl0");
+}
+
+TEST(AnalyzerTest, TracksCommunicatorsAndTransports) {
+  Report r = Analyze({
+      "h:1:9 [0] NCCL INFO ncclCommInitRank comm 0x55aa rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId "
+      "9b000 commId 0x1234 - Init START",
+      "h:1:9 [0] NCCL INFO comm 0x55aa rank 3 nRanks 8 nNodes 2 localRanks 4 localRank 3 MNNVL 0",
+      "h:1:9 [0] NCCL INFO Channel 00/0 : 3[3] -> 4[0] [send] via NET/IBext_v8/0/GDRDMA",
+      "h:1:9 [0] NCCL INFO Channel 01/0 : 3[3] -> 4[0] [send] via NET/IBext_v8/1/GDRDMA",
+      "h:1:9 [0] NCCL INFO Channel 00/0 : 3[3] -> 2[2] via P2P/CUMEM/read",
+      "h:1:9 [0] NCCL INFO Channel 00 : 3[3] -> 2[2] via SHM/direct/direct",
+      "h:1:9 [0] NCCL INFO Channel 02/0 : 3[3] -> 4[0] [send] via NET/AWS Libfabric/0/GDRDMA",
+      "h:1:9 [0] NCCL INFO ncclCommInitRank comm 0x55aa rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId "
+      "9b000 commId 0x1234 - Init COMPLETE",
+  });
+  const Process& p = r.processes.at(0);
+  ASSERT_EQ(p.communicators.size(), 1u);
+  const Communicator& c = p.communicators[0];
+  EXPECT_EQ(c.id, "0x1234");
+  EXPECT_EQ(c.rank, 3);
+  EXPECT_EQ(c.nranks, 8);
+  EXPECT_EQ(c.nnodes, 2);
+  EXPECT_EQ(c.cuda_dev, 3);
+  EXPECT_EQ(c.bus_id, "9b000");
+  EXPECT_TRUE(c.init_complete);
+  std::map<std::string, uint64_t> t(c.transports.begin(), c.transports.end());
+  EXPECT_EQ(t["NET/IBext_v8/GDRDMA"], 2u);
+  EXPECT_EQ(t["P2P/CUMEM"], 1u);
+  EXPECT_EQ(t["SHM"], 1u);
+  EXPECT_EQ(t["NET/AWS Libfabric/GDRDMA"], 1u);
+  EXPECT_EQ(p.gdr, "on");
+}
+
+TEST(AnalyzerTest, AttachesEarlierChannelLinesToTheCompletedComm) {
+  Report r = Analyze({
+      "h:1:9 [0] NCCL INFO Ring 00 : 1 -> 0 [receive] via NET/Socket/0",
+      "h:1:9 [0] NCCL INFO Ring 00 : 26[2] -> 30[6] via P2P/IPC",
+      "h:1:9 [0] NCCL INFO comm 0x7efe rank 15 nranks 64 cudaDev 0 nvmlDev 0 - Init COMPLETE",
+  });
+  const Communicator& c = r.processes.at(0).communicators.at(0);
+  EXPECT_EQ(c.nranks, 64);
+  ASSERT_EQ(c.transports.size(), 2u);
+  EXPECT_EQ(c.transports[0].first, "NET/Socket");
+}
+
+TEST(AnalyzerTest, TcpFallbackWhenTwoNodesUseSocket) {
+  Report r = Analyze(kTwoNodeSocket);
+  const Finding* f = FindKind(r, kTcpFallback);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  EXPECT_EQ(f->evidence.file, "test.log");
+  EXPECT_GT(f->evidence.line, 0u);
+  EXPECT_FALSE(f->evidence.text.empty());
+  EXPECT_TRUE(r.summary.tcp_fallback);
+  EXPECT_EQ(r.summary.inter_node_transport, "NET/Socket");
+  EXPECT_EQ(r.summary.verdict.rfind("TCP FALLBACK:", 0), 0u);
+}
+
+TEST(AnalyzerTest, NoTcpFallbackOnSingleNodeSocket) {
+  Report r = Analyze({
+      "h:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+      "h:1:1 [0] NCCL INFO Using network Socket",
+      "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 30 - Init COMPLETE",
+  });
+  EXPECT_EQ(FindKind(r, kTcpFallback), nullptr);
+  EXPECT_EQ(r.summary.inter_node_transport, "none(single node)");
+}
+
+TEST(AnalyzerTest, NoTcpFallbackForIbJobBootstrappingOverTcp) {
+  Report r = Analyze({
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+      "a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+      "a:1:1 [0] NCCL INFO Using network IB",
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>",
+      "a:1:3 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA",
+  });
+  EXPECT_FALSE(r.summary.tcp_fallback);
+  EXPECT_EQ(r.summary.inter_node_transport, "NET/IB");
+  EXPECT_EQ(r.summary.verdict.rfind("OK:", 0), 0u) << r.summary.verdict;
+}
+
+TEST(AnalyzerTest, DeliberateSocketIsAWarning) {
+  auto lines = kTwoNodeSocket;
+  lines.push_back("a:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.");
+  Report r = Analyze(lines);
+  const Finding* f = FindKind(r, kTcpFallback);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_TRUE(r.summary.tcp_fallback);
+}
+
+TEST(AnalyzerTest, TcpFallbackOnOfiTcpProvider) {
+  Report r = Analyze({
+      "a:1:1 [0] NCCL INFO NET/OFI Selected Provider is tcp;ofi_rxm",
+      "a:1:1 [0] NCCL INFO Using network AWS Libfabric",
+      "b:2:2 [0] NCCL INFO NET/OFI Selected Provider is tcp;ofi_rxm",
+      "a:1:3 [0] NCCL INFO Ring 00 : 7 -> 8 [receive] via NET/AWS Libfabric/0",
+  });
+  ASSERT_NE(FindKind(r, kTcpFallback), nullptr);
+  EXPECT_EQ(r.summary.ofi_provider, "tcp;ofi_rxm");
+  Report ok = Analyze({
+      "a:1:1 [0] NCCL INFO NET/OFI Selected Provider is efa",
+      "a:1:3 [0] NCCL INFO Ring 00 : 7 -> 8 [receive] via NET/AWS Libfabric/0/GDRDMA",
+  });
+  EXPECT_EQ(FindKind(ok, kTcpFallback), nullptr);
+}
+
+TEST(AnalyzerTest, MultiNodeEvidenceFromNcclTestsHeader) {
+  Report r = Analyze({
+      "#  Rank  0 Group  0 Pid  22 on worker-0 device  0 [0x00] Tesla V100-SXM2-16GB",
+      "#  Rank  1 Group  0 Pid  21 on worker-1 device  0 [0x00] Tesla V100-SXM2-16GB",
+      "worker-0:22:28 [0] NCCL INFO Using network Socket",
+  });
+  EXPECT_TRUE(r.summary.tcp_fallback);
+  EXPECT_EQ(r.summary.nodes, 2);
+}
+
+TEST(AnalyzerTest, SingleHostTableOverridesNNodes) {
+  Report r = Analyze({
+      "#  Rank  0 Group  0 Pid  14630 on    8h200-2 device  0 [0x59] NVIDIA H200",
+      "#  Rank  1 Group  0 Pid  14630 on    8h200-2 device  1 [0x5a] NVIDIA H200",
+      "8h200-2:14630:14687 [1] NCCL INFO comm 0x58 rank 1 nRanks 2 nNodes 2 localRanks 1 "
+      "localRank 0 MNNVL 0",
+      "8h200-2:14630:14695 [1] NCCL INFO Channel 07/0 : 1[1] -> 0[0] [send] via NET/AWS "
+      "Libfabric/1/GDRDMA",
+  });
+  EXPECT_EQ(r.summary.inter_node_transport, "none(single node)");
+  EXPECT_EQ(r.summary.gdr, "on");
+}
+
+TEST(AnalyzerTest, RemoteConnectTimeoutMeansMultiNode) {
+  Report r = Analyze({
+      "h:1:1 [0] INFO Using internal Network Socket",
+      "h:1:2 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out",
+  });
+  EXPECT_TRUE(r.summary.tcp_fallback);
+  ASSERT_NE(FindKind(r, kConnectionFailure), nullptr);
+}
+
+TEST(AnalyzerTest, LoopbackBootstrapInMultiNodeJobIsCritical) {
+  Report r = Analyze({
+      "a:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
+      "b:2:2 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
+      "a:1:1 [0] NCCL INFO Using network IB",
+  });
+  const Finding* f = FindKind(r, kLoopbackMisuse);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+}
+
+TEST(AnalyzerTest, AutomaticLoopbackOnSingleNodeIsFine) {
+  Report r = Analyze({
+      "[1,0]<stdout>:c1:10:10 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>",
+      "[1,1]<stdout>:c1:11:11 [1] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>",
+      "[1,1]<stdout>:c1:11:11 [1] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>",
+  });
+  EXPECT_EQ(FindKind(r, kLoopbackMisuse), nullptr);
+  EXPECT_FALSE(r.summary.loopback_misuse);
+  EXPECT_EQ(r.summary.inter_node_transport, "none(single node)");
+}
+
+TEST(AnalyzerTest, IfnameLoopbackIsAWarningFromEchoOrLauncher) {
+  for (const char* line : {
+           "h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo",
+           "h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set to =lo",
+           "export NCCL_SOCKET_IFNAME=lo",
+           "mpirun -x NCCL_SOCKET_IFNAME=lo -np 2 ./all_reduce_perf",
+           "NCCL_SOCKET_IFNAME='lo' python train.py",
+       }) {
+    Report r = Analyze({line});
+    const Finding* f = FindKind(r, kLoopbackMisuse);
+    ASSERT_NE(f, nullptr) << line;
+    EXPECT_EQ(f->severity, Severity::kWarning) << line;
+    EXPECT_TRUE(r.summary.loopback_misuse) << line;
+  }
+  for (const char* line : {
+           "h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ^docker0,lo",
+           "export NCCL_SOCKET_IFNAME=eth0",
+           "export XNCCL_SOCKET_IFNAME=lo",
+           "h:1:1 [0] NCCL INFO RAS client listening socket at ::1<28028>",
+           "h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lowpan0",
+       }) {
+    Report r = Analyze({line});
+    EXPECT_EQ(FindKind(r, kLoopbackMisuse), nullptr) << line;
+  }
+}
+
+TEST(AnalyzerTest, PluginMissingIsNormalOnIb) {
+  Report r = Analyze({
+      "a:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal "
+      "implementation",
+      "a:1:1 [0] NCCL INFO Using network IB",
+  });
+  const Finding* f = FindKind(r, kNetPluginMissing);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_FALSE(r.summary.net_plugin_missing);
+}
+
+TEST(AnalyzerTest, PluginMissingWarnsWhenItCausesTcpFallback) {
+  auto lines = kTwoNodeSocket;
+  lines.push_back("a:1:1 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so.");
+  Report r = Analyze(lines);
+  EXPECT_TRUE(r.summary.net_plugin_missing);
+}
+
+TEST(AnalyzerTest, OfiInitFailureWarns) {
+  Report r = Analyze({
+      "h:81:2552 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa (found 4 nics)",
+      "h:81:2552 [0] nccl_net_ofi_create_plugin:335 NCCL WARN NET/OFI aws-ofi-nccl initialization "
+      "failed",
+  });
+  const Finding* f = FindKind(r, kNetPluginMissing);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(r.processes.at(0).net_plugin_state, "init_failed");
+  EXPECT_EQ(r.summary.network_family, "OFI");
+}
+
+TEST(AnalyzerTest, GdrDisabledOnRdmaButNotOnSocket) {
+  Report r = Analyze({
+      "a:1:1 [0] NCCL INFO Using network IB",
+      "a:1:1 [0] NCCL INFO Channel 00 : 3[51000] -> 0[cb000] [receive] via NET/IB/0",
+  });
+  ASSERT_NE(FindKind(r, kGdrDisabled), nullptr);
+  EXPECT_TRUE(r.summary.gdr_disabled);
+  EXPECT_EQ(r.summary.gdr, "off");
+  Report s = Analyze({"a:1:1 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'",
+                      "a:1:1 [0] NCCL INFO Using network Socket"});
+  EXPECT_EQ(FindKind(s, kGdrDisabled), nullptr);
+  Report w =
+      Analyze({"h:1:1 [0] platform_config_endpoint:626 NCCL WARN NET/OFI GDR disabled on "
+               "GDR-supported instance type p4d.24xlarge"});
+  EXPECT_TRUE(w.summary.gdr_disabled);
+  EXPECT_EQ(w.processes.at(0).instance_type, "p4d.24xlarge");
+}
+
+TEST(AnalyzerTest, EfaWithoutRdmaIsOnlyInfo) {
+  Report r = Analyze({
+      "algo-1:462:462 [0] NCCL INFO NET/OFI Selected Provider is efa",
+      "libfabric:462:1673041636:efa:core:rxr_info_to_rxr():506<warn> FI_HMEM capability requires "
+      "RDMA, which this device does not support.",
+  });
+  const Finding* f = FindKind(r, kGdrDisabled);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_EQ(r.summary.gdr, "off");
+}
+
+TEST(AnalyzerTest, CountsWarningsErrorsAbortsTimeouts) {
+  Counters counters;
+  Report r = Analyze(
+      {
+          "",
+          "h:1:2 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.9<1> "
+          "failed : Connection refused",
+          "h:1:2 [0] NCCL INFO misc/socket.cc:564 -> 2",
+          "h:1:2 [0] NCCL INFO group.cc:65 -> 2 [Async thread]",
+          "h:1:2 [0] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 10.2.2.2<5> with "
+          "status=12 opcode=0 len=0 vendor err 129 (Recv)",
+          "h:1:2 [0] NCCL INFO comm 0x7f rank 1 nranks 2 cudaDev 0 busId 84000 - Abort COMPLETE",
+          "[rank2]:[E424 01:11:21.160832730 ProcessGroupNCCL.cpp:629] [Rank 2] Watchdog caught "
+          "collective operation timeout: WorkNCCL(SeqNum=4, OpTy",
+          "pe=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800010 ms",
+          "vm1: Test NCCL failure common.cu:499 'unhandled system error'",
+      },
+      {}, &counters);
+  EXPECT_EQ(counters.warn_records, 2u);
+  const Finding* w = FindKind(r, kNcclWarning);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->count, 2u);
+  EXPECT_EQ(w->evidence.line, 2u);
+  int chains = 0;
+  for (const Finding& f : r.findings) {
+    if (f.kind == kNcclError && f.host == "h") {
+      EXPECT_EQ(f.count, 2u);
+      ++chains;
+    }
+  }
+  EXPECT_EQ(chains, 1);
+  EXPECT_NE(FindKind(r, kCommAbort), nullptr);
+  EXPECT_NE(FindKind(r, kNetCompletionError), nullptr);
+  EXPECT_NE(FindKind(r, kConnectionFailure), nullptr);
+  const Finding* t = FindKind(r, kCollectiveTimeout);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->severity, Severity::kCritical);
+  EXPECT_EQ(t->count, 1u);
+  EXPECT_EQ(r.MaxSeverity(), Severity::kCritical);
+}
+
+TEST(AnalyzerTest, ErrorChainNeedsFileLineArrowCode) {
+  Report r = Analyze({"h:1:1 [0] NCCL INFO /sys/devices/pci0000:00/0000:00:1f.6 -> 0/0/0/0",
+                      "h:1:1 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1"});
+  EXPECT_EQ(FindKind(r, kNcclError), nullptr);
+}
+
+TEST(AnalyzerTest, BoundsProcessesAndComms) {
+  AnalyzerOptions o;
+  o.max_processes = 8;
+  o.max_comms_per_process = 2;
+  std::vector<std::string> lines;
+  for (int i = 0; i < 20; ++i) {
+    lines.push_back("h" + std::to_string(i) + ":1:1 [0] NCCL INFO Using network IB");
+  }
+  for (int i = 0; i < 5; ++i) {
+    lines.push_back("h19:1:1 [0] NCCL INFO comm 0x" + std::to_string(i + 10) +
+                    " rank 0 nranks 2 cudaDev 0 busId 1 - Init COMPLETE");
+  }
+  Counters c;
+  Report r = Analyze(lines, o, &c);
+  EXPECT_EQ(r.processes.size(), 8u);
+  EXPECT_EQ(c.evicted_processes, 12u);
+  EXPECT_EQ(c.evicted_comms, 3u);
+  EXPECT_EQ(FindProc(r, "h19", 1)->communicators.size(), 2u);
+}
+
+TEST(AnalyzerTest, TruncatesLongLinesAndSkipsBinaryJunk) {
+  AnalyzerOptions o;
+  o.max_line_bytes = 1024;
+  Counters c;
+  std::string junk("ab\0cd NCCL INFO", 15);
+  Report r = Analyze({std::string(5000, 'x'), junk, "\xff\xfe\x80 NCCL WARN \x01\x02"}, o, &c);
+  EXPECT_EQ(c.truncated_lines, 1u);
+  EXPECT_EQ(c.malformed_lines, 1u);
+  EXPECT_EQ(c.lines, 3u);
+}
+
+TEST(AnalyzerTest, JoinsCriPartialsAndDecodesDockerJson) {
+  Counters c;
+  Report r = Analyze(
+      {
+          "2025-03-04T05:06:07.1Z stdout P a:1:1 [0] NCCL INFO Using net",
+          "2025-03-04T05:06:07.2Z stdout F work Socket",
+          R"({"log":"b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2\u003c0\u003e\n","stream":"stdout","time":"t"})",
+      },
+      {}, &c);
+  EXPECT_EQ(FindProc(r, "a", 1)->network, "Socket");
+  EXPECT_EQ(FindProc(r, "b", 2)->bootstrap_address, "10.0.0.2");
+  EXPECT_EQ(c.nccl_lines, 2u);
+}
+
+TEST(AnalyzerTest, ForcedEnvelopeRejectsOtherLines) {
+  AnalyzerOptions o;
+  o.envelope = Envelope::kCri;
+  Counters c;
+  Analyze({"a:1:1 [0] NCCL INFO Using network Socket"}, o, &c);
+  EXPECT_EQ(c.malformed_lines, 1u);
+}
+
+TEST(AnalyzerTest, GroupBySourceKeepsHostsApart) {
+  AnalyzerOptions o;
+  o.group_by_source = true;
+  Analyzer a(o);
+  a.Feed("pod-a.log", 1, "a:1:1 [0] NCCL INFO Using network Socket");
+  a.Feed("pod-b.log", 1, "b:2:2 [0] NCCL INFO Using network Socket");
+  EXPECT_FALSE(a.Snapshot().summary.tcp_fallback);
+  Analyzer joined;
+  joined.Feed("pod-a.log", 1, "a:1:1 [0] NCCL INFO Using network Socket");
+  joined.Feed("pod-b.log", 1, "b:2:2 [0] NCCL INFO Using network Socket");
+  EXPECT_TRUE(joined.Snapshot().summary.tcp_fallback);
+}
+
+TEST(AnalyzerTest, SnapshotCanBeTakenWhileFeeding) {
+  Analyzer a;
+  a.Feed("x", 1, "a:1:1 [0] NCCL INFO Using network Socket");
+  EXPECT_FALSE(a.Snapshot().summary.tcp_fallback);
+  a.Feed("x", 2, "b:2:2 [0] NCCL INFO Using network Socket");
+  EXPECT_TRUE(a.Snapshot().summary.tcp_fallback);
+}
+
+TEST(AnalyzerTest, RendersJson) {
+  nlohmann::json j = ReportToJson(Analyze(kTwoNodeSocket));
+  ASSERT_TRUE(j.contains("processes"));
+  ASSERT_TRUE(j.contains("findings"));
+  ASSERT_TRUE(j.contains("summary"));
+  const auto& p = j["processes"][0];
+  for (const char* k : {"host", "pid", "nccl_version", "net_plugin", "network", "ofi_provider",
+                        "bootstrap_interface", "gdr", "communicators"}) {
+    EXPECT_TRUE(p.contains(k)) << k;
+  }
+  const auto& comm = j["processes"][0]["communicators"][0];
+  for (const char* k : {"id", "rank", "nranks", "nnodes", "transports"}) {
+    EXPECT_TRUE(comm.contains(k)) << k;
+  }
+  const auto& f = j["findings"][0];
+  for (const char* k : {"kind", "severity", "host", "pid", "evidence"}) EXPECT_TRUE(f.contains(k));
+  EXPECT_EQ(f["evidence"]["file"], "test.log");
+  const auto& s = j["summary"];
+  EXPECT_EQ(s["tcp_fallback"], true);
+  for (const char* k : {"loopback_misuse", "net_plugin_missing", "gdr_disabled", "network",
+                        "ofi_provider", "nccl_version", "lines", "nccl_lines", "malformed_lines"}) {
+    EXPECT_TRUE(s.contains(k)) << k;
+  }
+  EXPECT_EQ(s["lines"], 5);
+}
+
+TEST(AnalyzerTest, JsonSurvivesInvalidUtf8) {
+  Report r = Analyze(
+      {"h\xff:1:2 [0] misc/x.cc:1 NCCL WARN bad \xc3\x28 \xed\xa0\x80 \xf4\x90\x80\x80 end"});
+  std::string out = ReportToJson(r).dump();
+  EXPECT_NE(out.find("bad \xEF\xBF\xBD("), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace efawatch::nccl

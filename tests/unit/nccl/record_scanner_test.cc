@@ -1,0 +1,149 @@
+#include "daemon/nccl/record_scanner.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace efawatch::nccl {
+namespace {
+
+std::vector<Record> Scan(std::string_view line) {
+  std::vector<Record> out;
+  FindRecords(line, &out);
+  return out;
+}
+
+TEST(RecordScannerTest, ParsesInfoPrefix) {
+  auto r = Scan("ip-10-0-0-1:4101:4190 [3] NCCL INFO Using network Socket");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].host, "ip-10-0-0-1");
+  EXPECT_EQ(r[0].proc_key, "ip-10-0-0-1:4101");
+  EXPECT_EQ(r[0].pid, 4101u);
+  EXPECT_EQ(r[0].tid, 4190u);
+  EXPECT_EQ(r[0].dev, 3);
+  EXPECT_EQ(r[0].level, Level::kInfo);
+  EXPECT_FALSE(r[0].legacy);
+  EXPECT_EQ(r[0].message, "Using network Socket");
+}
+
+TEST(RecordScannerTest, ParsesWarnWithFileLocation) {
+  auto r = Scan("vm2:15364:15376 [0] transport/net_ib.cc:1192 NCCL WARN NET/IB : Got completion");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].level, Level::kWarn);
+  EXPECT_EQ(r[0].host, "vm2");
+  EXPECT_EQ(r[0].location, "transport/net_ib.cc:1192");
+  EXPECT_EQ(r[0].message, "NET/IB : Got completion");
+}
+
+TEST(RecordScannerTest, ParsesWarnWithCxxSignatureAndNoHost) {
+  auto r = Scan("[0] tcpxResult_t tcpxCommProgress(tcpxComm*):1231 NCCL WARN rx ctrl timeout");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].host.empty());
+  EXPECT_EQ(r[0].location, "tcpxResult_t tcpxCommProgress(tcpxComm*):1231");
+  auto bare = Scan("tcpxResult_t tcpxCommProgress(tcpxComm*):1231 NCCL WARN rx ctrl timeout");
+  ASSERT_EQ(bare.size(), 1u);
+  EXPECT_EQ(bare[0].location, "tcpxResult_t tcpxCommProgress(tcpxComm*):1231");
+}
+
+TEST(RecordScannerTest, ParsesWarnWithTimestampAndFunction) {
+  auto r = Scan(
+      "[2025-10-16 22:16:08] ip-172-31-3-90:1929:1937 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN "
+      "NET/OFI something");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].host, "ip-172-31-3-90");
+  EXPECT_EQ(r[0].location, "nccl_net_ofi_rdma_init:7978");
+  auto head = Scan("host:1:2 [0] init.cc:10 (ncclCommInitRank) NCCL WARN boom");
+  ASSERT_EQ(head.size(), 1u);
+  EXPECT_EQ(head[0].location, "init.cc:10 (ncclCommInitRank)");
+}
+
+TEST(RecordScannerTest, FindsRecordsAfterLauncherPrefixes) {
+  for (const char* line : {
+           "[1,23]<stdout>:gpu6:1408:1597 [1] NCCL INFO x",
+           "(RayTrainWorker pid=83498) gpu6:1408:1597 [1] NCCL INFO x",
+           "(pid=21775, ip=10.221.0.5) gpu6:1408:1597 [1] NCCL INFO x",
+           "[0] gpu6:1408:1597 [1] NCCL INFO x",
+           "[rank0]: gpu6:1408:1597 [1] NCCL INFO x",
+           "[trainer0|0]:gpu6:1408:1597 [1] NCCL INFO x",
+           "gpu6: gpu6:1408:1597 [1] NCCL INFO x",
+           "451 gpu6:1408:1597 [1] NCCL INFO x",
+           "        gpu6:1408:1597 [1] NCCL INFO x",
+       }) {
+    auto r = Scan(line);
+    ASSERT_EQ(r.size(), 1u) << line;
+    EXPECT_EQ(r[0].host, "gpu6") << line;
+    EXPECT_EQ(r[0].pid, 1408u) << line;
+    EXPECT_EQ(r[0].message, "x") << line;
+  }
+}
+
+TEST(RecordScannerTest, KeepsOddHostNames) {
+  auto r = Scan("<cluster_name>:924:924 [5] NCCL INFO cudaDriverVersion 12010");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].host, "<cluster_name>");
+  r = Scan("5873af64cf59:1:1245 [0] NCCL INFO y");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].host, "5873af64cf59");
+}
+
+TEST(RecordScannerTest, FindsSeveralRecordsOnOneLine) {
+  auto r = Scan(
+      "via NET/IBext/6/GDRDMA      VM-1:11985:12554 [7] NCCL INFO Channel 01/0 : 7[7] -> 15[7] "
+      "[send] via NET/IBext/7/GDRDMA          VM-1:11979:12555 [1] NCCL INFO Chan");
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].message, "Channel 01/0 : 7[7] -> 15[7] [send] via NET/IBext/7/GDRDMA");
+  EXPECT_EQ(r[1].pid, 11979u);
+  EXPECT_EQ(r[1].message, "Chan");
+}
+
+TEST(RecordScannerTest, DropsConsoleDuplicates) {
+  auto r = Scan(
+      "h:79:79 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0> | h:79:79 [0] NCCL INFO "
+      "Bootstrap : Using eth0:10.0.0.1<0>");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].message, "Bootstrap : Using eth0:10.0.0.1<0>");
+}
+
+TEST(RecordScannerTest, ParsesLegacyRecordsWithoutNcclToken) {
+  auto r = Scan("gpu-bql:18553:18553 [0] INFO NET : Using interface enp3s0:192.168.144.103<0>");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].legacy);
+  EXPECT_EQ(r[0].message, "NET : Using interface enp3s0:192.168.144.103<0>");
+  r = Scan("gpu-bql:18553:18611 [0] include/socket.h:360 WARN Call to connect failed");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].level, Level::kWarn);
+  EXPECT_EQ(r[0].location, "include/socket.h:360");
+}
+
+TEST(RecordScannerTest, IgnoresLookalikes) {
+  EXPECT_TRUE(Scan("2019-02-11 09:47:49,051 46393 INFO     Wrapping distributed manually").empty());
+  EXPECT_TRUE(Scan("grep 'NCCL INFO' job.log | wc -l").empty());
+  EXPECT_TRUE(Scan("NCCL version 2.19.3+cuda12.3").empty());
+  EXPECT_TRUE(Scan("").empty());
+  EXPECT_TRUE(Scan("NCCL ").empty());
+  EXPECT_TRUE(Scan("] INFO ").empty());
+  EXPECT_TRUE(Scan(":1:2 [0] NCCL INFO").size() <= 1);
+}
+
+TEST(RecordScannerTest, FindsVersionBanner) {
+  std::string_view v, cuda;
+  ASSERT_TRUE(FindVersionBanner("[1,0]<stdout>:NCCL version 2.5.6+cuda10.2", &v, &cuda));
+  EXPECT_EQ(v, "2.5.6");
+  EXPECT_EQ(cuda, "10.2");
+  ASSERT_TRUE(FindVersionBanner("NCCL version 2.5.7+cudaCUDA_MAJOR.CUDA_MINOR", &v, &cuda));
+  EXPECT_EQ(v, "2.5.7");
+  EXPECT_EQ(cuda, "CUDA_MAJOR.CUDA_MINOR");
+  EXPECT_FALSE(FindVersionBanner("NCCL error in: x, NCCL version 2.14.3", &v, &cuda));
+  EXPECT_FALSE(FindVersionBanner("NCCL version x", &v, &cuda));
+}
+
+TEST(RecordScannerTest, PreFilter) {
+  EXPECT_TRUE(MaybeNcclLine("h:1:2 [0] NCCL INFO x"));
+  EXPECT_TRUE(MaybeNcclLine("h:1:2 [0] INFO x"));
+  EXPECT_TRUE(MaybeNcclLine("export NCCL_SOCKET_IFNAME=lo"));
+  EXPECT_FALSE(MaybeNcclLine("GET /healthz 200"));
+}
+
+}  // namespace
+}  // namespace efawatch::nccl
