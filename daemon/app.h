@@ -26,7 +26,7 @@ class FabricCollector;
 namespace logs {
 class Tailer;
 class PodAnalysis;
-}
+}  // namespace logs
 namespace common {
 class ProcessCollector;
 class FindingsCollector;
