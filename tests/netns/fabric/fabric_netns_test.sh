@@ -50,7 +50,7 @@ sleep 0.5
 ip netns exec "$B" "$TOOL" --provider tcp --interface "$VB" responder \
   --address-file "$WORK/addr" >"$WORK/responder.json" 2>&1 &
 RESP_PID=$!
-for _ in $(seq 100); do [[ -s $WORK/addr ]] && break; sleep 0.1; done
+for _ in $(seq 300); do [[ -s $WORK/addr ]] && break; sleep 0.1; done
 [[ -s $WORK/addr ]] || { cat "$WORK/responder.json"; echo "FAIL: responder did not start"; exit 1; }
 PEER=$(cat "$WORK/addr")
 echo "responder: $(head -1 "$WORK/responder.json")"
