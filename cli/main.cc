@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/analyze.h"
+#include "cli/fabric.h"
 #include "cli/status.h"
 #include "efawatch/version.h"
 
@@ -46,6 +47,39 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}));
   status->callback([&] {
     exit_code = efawatch::cli::RunStatus(status_conn, status_format, std::cout, std::cerr);
+  });
+
+  efawatch::cli::AgentConnection ping_conn;
+  efawatch::cli::PingArgs ping_args;
+  std::string ping_format = "text";
+  auto* ping = app.add_subcommand("ping", "Ping another agent over the fabric, from --agent");
+  AddConnectionFlags(ping, ping_conn);
+  ping->add_option("--peer", ping_args.peer, "The other agent's gRPC address host:port")
+      ->required();
+  ping->add_option("--count", ping_args.count, "Messages (default 100)");
+  ping->add_option("--size", ping_args.size, "Bytes per message (default 64)");
+  ping->add_option("--deadline-ms", ping_args.deadline_ms, "Whole probe (default 10000)");
+  ping->add_option("--message-timeout-ms", ping_args.timeout_ms, "Per message (default 1000)");
+  ping->add_option("--format", ping_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  ping->callback([&] {
+    exit_code = efawatch::cli::RunPing(ping_conn, ping_args, ping_format, std::cout, std::cerr);
+  });
+
+  efawatch::cli::AgentConnection bw_conn;
+  efawatch::cli::BandwidthArgs bw_args;
+  std::string bw_format = "text";
+  auto* bw = app.add_subcommand("bandwidth", "Bandwidth to another agent over the fabric");
+  AddConnectionFlags(bw, bw_conn);
+  bw->add_option("--peer", bw_args.peer, "The other agent's gRPC address host:port")->required();
+  bw->add_option("--sizes", bw_args.sizes, "Message sizes, comma-separated (default 4K..8M)")
+      ->delimiter(',');
+  bw->add_flag("--bidirectional", bw_args.bidirectional, "The peer echoes every message");
+  bw->add_option("--window", bw_args.window, "Messages in flight (default 16)");
+  bw->add_option("--ms-per-size", bw_args.ms_per_size, "Time per size (default 200)");
+  bw->add_option("--deadline-ms", bw_args.deadline_ms, "Whole probe (default 30000)");
+  bw->add_option("--format", bw_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  bw->callback([&] {
+    exit_code = efawatch::cli::RunBandwidth(bw_conn, bw_args, bw_format, std::cout, std::cerr);
   });
 
   std::vector<std::string> analyze_files;

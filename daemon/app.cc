@@ -16,6 +16,8 @@
 #include "daemon/logs/tailer.h"
 #include "daemon/rpc/grpc_edge.h"
 #include "efawatch/version.h"
+#include "probes/fabric/fabric_collector.h"
+#include "probes/fabric/fabric_findings.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch {
@@ -105,14 +107,37 @@ absl::Status App::Start() {
                      : "");
   }
 
+  // The fabric is optional: a node without a usable provider still reports everything else, and
+  // says why it has no responder.
+  fabric::FabricServiceOptions fopts;
+  fopts.endpoint.providers = config_.fabric_providers;
+  fopts.endpoint.interface = config_.fabric_interface;
+  fopts.responder = config_.fabric_responder;
+  fopts.on_probe_done = [this] { PublishFabricFindings(); };
+  if (auto fabric = fabric::FabricService::Create(fopts, clock_); fabric.ok()) {
+    fabric_ = *std::move(fabric);
+    fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
+    if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
+      spdlog::info("fabric responder: provider {} fabric {} domain {} at {}", r->info().provider,
+                   r->info().fabric, r->info().domain, r->printable_address());
+    } else {
+      spdlog::info("fabric responder: off (--fabric-responder=false); probes still run");
+    }
+    PublishFabricFindings();
+  } else {
+    spdlog::warn("fabric: {}; no responder and no fabric probes",
+                 std::string(fabric.status().message()));
+  }
+
   exporter::PrometheusEdgeOptions mopts;
   mopts.listen = config_.metrics_listen;
   mopts.build = {EFAWATCH_VERSION, EFAWATCH_REVISION, EFAWATCH_NCCL_VERSION};
   mopts.start_time = start_time_;
   mopts.collector_budget = config_.collector_budget;
-  auto metrics = exporter::PrometheusEdge::Create(
-      mopts, {process_collector_.get(), efa_.get(), pods_.get(), findings_collector_.get()},
-      &collector_status_, clock_);
+  std::vector<common::Collector*> collectors = {process_collector_.get(), efa_.get(), pods_.get(),
+                                                findings_collector_.get()};
+  if (fabric_collector_) collectors.push_back(fabric_collector_.get());
+  auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
 
@@ -138,6 +163,9 @@ absl::Status App::Start() {
 }
 
 void App::Stop() {
+  // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once, so
+  // the gRPC shutdown below does not wait for a long probe.
+  if (fabric_) fabric_->Stop();
   // The two edges stop in parallel (each takes a few hundred milliseconds to drain) and before
   // the modules they call into; SIGTERM must end the agent within 2 s.
   std::thread metrics_stop([this] {
@@ -147,6 +175,8 @@ void App::Stop() {
   if (grpc_) grpc_->Shutdown();
   spdlog::debug("gRPC edge stopped");
   metrics_stop.join();
+  fabric_collector_.reset();
+  fabric_.reset();
   if (tailer_) tailer_->Stop();  // writes the last checkpoint
   efa_.reset();
   tailer_.reset();
@@ -154,6 +184,19 @@ void App::Stop() {
 }
 
 App::~App() { Stop(); }
+
+void App::PublishFabricFindings() {
+  fabric::FabricFindingInputs in;
+  if (const fabric::Responder* r = fabric_ ? fabric_->responder() : nullptr; r != nullptr) {
+    in.has_responder = true;
+    in.responder = r->info();
+    in.responder_printable = r->printable_address();
+    in.peers = fabric_->PeerStates();
+  }
+  // libfabric's view of the host, not the configured (possibly fixture) sysfs root.
+  in.efa_devices = fabric::CountEfaDevicesForLibfabric();
+  findings_.Publish("fabric", fabric::EvaluateFabricFindings(in));
+}
 
 int App::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 int App::grpc_port() const { return grpc_ ? grpc_->port() : 0; }
@@ -174,6 +217,9 @@ common::NodeHealth App::GetNodeHealth() const {
                         v.loopback_misuse, v.net_plugin_missing, v.gdr_disabled, v.network,
                         v.transport, v.ofi_provider, v.nccl_version, v.processes, v.communicators});
     }
+  }
+  if (fabric_ && fabric_->responder() != nullptr) {
+    h.fabric_provider = fabric_->responder()->info().provider;
   }
   return h;
 }

@@ -20,6 +20,9 @@ class GrpcEdge;
 namespace efa {
 class EfaMonitor;
 }
+namespace fabric {
+class FabricCollector;
+}
 namespace logs {
 class Tailer;
 class PodAnalysis;
@@ -41,6 +44,7 @@ class App final : public rpc::AgentHandler {
 
   void Stop();
   common::NodeHealth GetNodeHealth() const override;
+  fabric::FabricService* Fabric() const override { return fabric_.get(); }
   common::FindingsBoard& findings() const override { return findings_; }
 
   int metrics_port() const;
@@ -49,6 +53,9 @@ class App final : public rpc::AgentHandler {
  private:
   App(const Config& config, const common::Clock& clock);
   absl::Status Start();
+  // Re-evaluates the fabric findings (not on EFA, loopback address) and publishes them. Called at
+  // start and from probe threads after each probe.
+  void PublishFabricFindings();
 
   const Config config_;
   const common::Clock& clock_;
@@ -60,6 +67,8 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<logs::PodAnalysis> pods_;
   std::unique_ptr<logs::Tailer> tailer_;
   std::unique_ptr<efa::EfaMonitor> efa_;
+  std::unique_ptr<fabric::FabricService> fabric_;  // Null when no provider could be opened.
+  std::unique_ptr<fabric::FabricCollector> fabric_collector_;
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };

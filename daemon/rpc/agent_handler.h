@@ -1,7 +1,9 @@
 #pragma once
 
+#include "absl/status/statusor.h"
 #include "daemon/common/findings_board.h"
 #include "daemon/common/node_health.h"
+#include "probes/fabric/fabric_service.h"
 
 namespace efawatch::rpc {
 
@@ -12,6 +14,10 @@ class AgentHandler {
  public:
   virtual ~AgentHandler() = default;
   virtual common::NodeHealth GetNodeHealth() const = 0;
+
+  /// The fabric service (responder + probes), or null when the agent runs without one. The edge
+  /// validates and starts probes through it; it is thread-safe and never blocks its caller.
+  virtual fabric::FabricService* Fabric() const { return nullptr; }
   /// The node's findings board, for streaming. Outlives the gRPC edge.
   virtual common::FindingsBoard& findings() const = 0;
 };

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -87,6 +88,101 @@ void ForwardGrpcLog(gpr_log_func_args* args) {
   spdlog::debug("grpc {}:{}: {}", args->file, args->line, args->message);
 }
 
+v1::ProbeEnd ToProto(fabric::ProbeEnd e) {
+  switch (e) {
+    case fabric::ProbeEnd::kCompleted:
+      return v1::PROBE_END_COMPLETED;
+    case fabric::ProbeEnd::kDeadlineExceeded:
+      return v1::PROBE_END_DEADLINE_EXCEEDED;
+    case fabric::ProbeEnd::kPeerTimedOut:
+      return v1::PROBE_END_PEER_TIMED_OUT;
+    case fabric::ProbeEnd::kCancelled:
+      return v1::PROBE_END_CANCELLED;
+  }
+  return v1::PROBE_END_UNSPECIFIED;
+}
+
+void Fill(const fabric::FabricInfo& info, const std::string& raw, const std::string& printable,
+          v1::FabricAddress* out) {
+  out->set_address(raw);
+  out->set_printable(printable);
+  out->set_provider(info.provider);
+  out->set_fabric(info.fabric);
+  out->set_domain(info.domain);
+}
+
+void Fill(const fabric::PingResult& r, v1::PingResponse* out) {
+  Fill(r.fabric, "", r.local_address, out->mutable_local());
+  out->set_peer(r.peer_address);
+  out->set_message_bytes(r.message_bytes);
+  out->set_sent(r.sent);
+  out->set_received(r.received);
+  out->set_lost(r.lost);
+  out->set_errors(r.errors);
+  out->set_loss_ratio(r.loss_ratio);
+  auto* rtt = out->mutable_rtt();
+  rtt->set_count(r.rtt.count);
+  rtt->set_min_us(r.rtt.min_us);
+  rtt->set_median_us(r.rtt.median_us);
+  rtt->set_p90_us(r.rtt.p90_us);
+  rtt->set_p99_us(r.rtt.p99_us);
+  rtt->set_max_us(r.rtt.max_us);
+  rtt->set_mean_us(r.rtt.mean_us);
+  out->set_end(ToProto(r.end));
+  out->set_last_error(r.last_error);
+  out->set_elapsed_seconds(std::chrono::duration<double>(r.elapsed).count());
+}
+
+void Fill(const fabric::BandwidthResult& r, v1::BandwidthResponse* out) {
+  Fill(r.fabric, "", r.local_address, out->mutable_local());
+  out->set_peer(r.peer_address);
+  out->set_bidirectional(r.bidirectional);
+  out->set_window(r.window);
+  for (const auto& p : r.points) {
+    auto* pp = out->add_points();
+    pp->set_message_bytes(p.message_bytes);
+    pp->set_messages(p.messages);
+    pp->set_bytes(p.bytes);
+    pp->set_seconds(p.seconds);
+    pp->set_gbytes_per_second(p.gbytes_per_second);
+  }
+  out->set_errors(r.errors);
+  out->set_end(ToProto(r.end));
+  out->set_last_error(r.last_error);
+  out->set_elapsed_seconds(std::chrono::duration<double>(r.elapsed).count());
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(static_cast<int>(s.code())),
+                      std::string(s.message()));
+}
+
+// Asks another agent for its fabric address with the callback client API, so no gRPC thread
+// waits on the network. `done` runs once, on a gRPC thread.
+void LookupPeer(const std::string& peer_agent, std::chrono::milliseconds timeout,
+                std::function<void(absl::StatusOr<std::string>)> done) {
+  struct Call {
+    std::unique_ptr<v1::Agent::Stub> stub;
+    grpc::ClientContext ctx;
+    v1::GetFabricAddressRequest request;
+    v1::FabricAddress response;
+  };
+  auto call = std::make_shared<Call>();
+  // TODO(#6): peers behind TLS need the agent's client credentials here.
+  call->stub =
+      v1::Agent::NewStub(grpc::CreateChannel(peer_agent, grpc::InsecureChannelCredentials()));
+  call->ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  call->stub->async()->GetFabricAddress(
+      &call->ctx, &call->request, &call->response,
+      [call, peer_agent, done = std::move(done)](const grpc::Status& s) {
+        if (!s.ok()) {
+          done(absl::UnavailableError(
+              absl::StrCat("peer agent ", peer_agent, ": GetFabricAddress: ", s.error_message())));
+        } else {
+          done(call->response.address());
+        }
+      });
+}
 // One WatchFindings stream. Board updates arrive on the publisher's thread and are turned into
 // RAISED/CLEARED events in a bounded queue; gRPC writes them one at a time. A slow reader loses
 // events (counted as the next event's gap), never blocks a publisher.
@@ -207,12 +303,103 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
     return reactor;
   }
 
+  grpc::ServerUnaryReactor* GetFabricAddress(grpc::CallbackServerContext* ctx,
+                                             const v1::GetFabricAddressRequest* /*request*/,
+                                             v1::FabricAddress* response) override {
+    auto* reactor = ctx->DefaultReactor();
+    fabric::FabricService* f = handler_->Fabric();
+    if (f == nullptr || f->responder() == nullptr) {
+      reactor->Finish(
+          grpc::Status(grpc::StatusCode::NOT_FOUND, "this agent runs no fabric responder"));
+      return reactor;
+    }
+    const fabric::Responder& r = *f->responder();
+    Fill(r.info(), r.address(), r.printable_address(), response);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* request,
+                                 v1::PingResponse* response) override {
+    auto* reactor = ctx->DefaultReactor();
+    fabric::PingOptions o;
+    if (request->count() != 0) o.count = request->count();
+    if (request->message_bytes() != 0) o.message_bytes = request->message_bytes();
+    if (request->warmup() != 0) o.warmup = request->warmup();
+    if (request->message_timeout_ms() != 0) {
+      o.message_timeout = std::chrono::milliseconds(request->message_timeout_ms());
+    }
+    if (request->deadline_ms() != 0) o.deadline = std::chrono::milliseconds(request->deadline_ms());
+    auto run = [reactor, response](fabric::FabricService* f, fabric::PingOptions opts) {
+      f->StartPing(std::move(opts), [reactor, response](absl::StatusOr<fabric::PingResult> r) {
+        if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
+        Fill(*r, response);
+        reactor->Finish(grpc::Status::OK);
+      });
+    };
+    Start(reactor, request->peer_agent(), request->peer_address(), std::move(o), run);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Bandwidth(grpc::CallbackServerContext* ctx,
+                                      const v1::BandwidthRequest* request,
+                                      v1::BandwidthResponse* response) override {
+    auto* reactor = ctx->DefaultReactor();
+    fabric::BandwidthOptions o;
+    if (request->sizes_size() > 0) o.sizes.assign(request->sizes().begin(), request->sizes().end());
+    o.bidirectional = request->bidirectional();
+    if (request->window() != 0) o.window = request->window();
+    if (request->ms_per_size() != 0) {
+      o.duration_per_size = std::chrono::milliseconds(request->ms_per_size());
+    }
+    if (request->deadline_ms() != 0) o.deadline = std::chrono::milliseconds(request->deadline_ms());
+    auto run = [reactor, response](fabric::FabricService* f, fabric::BandwidthOptions opts) {
+      f->StartBandwidth(std::move(opts),
+                        [reactor, response](absl::StatusOr<fabric::BandwidthResult> r) {
+                          if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
+                          Fill(*r, response);
+                          reactor->Finish(grpc::Status::OK);
+                        });
+    };
+    Start(reactor, request->peer_agent(), request->peer_address(), std::move(o), run);
+    return reactor;
+  }
+
   grpc::ServerWriteReactor<v1::FindingEvent>* WatchFindings(
       grpc::CallbackServerContext* /*ctx*/, const v1::WatchFindingsRequest* request) override {
     return new WatchReactor(handler_->findings(), request->min_severity());
   }
 
  private:
+  // Validates, resolves the peer's fabric address (given, or asked of the peer agent), then runs
+  // the probe. Every path ends in exactly one reactor->Finish.
+  template <typename Options, typename Run>
+  void Start(grpc::ServerUnaryReactor* reactor, const std::string& peer_agent,
+             const std::string& peer_address, Options o, Run run) {
+    fabric::FabricService* f = handler_->Fabric();
+    if (f == nullptr) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                   "this agent has no fabric (no provider found at start)"));
+      return;
+    }
+    if (peer_agent.empty() && peer_address.empty()) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "give peer_agent (host:port) or peer_address"));
+      return;
+    }
+    // Validate before any network work; the peer address is checked by the provider later.
+    o.peer = peer_address.empty() ? std::string("?") : peer_address;
+    if (absl::Status s = f->Validate(o); !s.ok()) return reactor->Finish(ToGrpc(s));
+    if (!peer_address.empty()) return run(f, std::move(o));
+    const auto lookup_timeout = std::min(o.deadline, std::chrono::milliseconds(5000));
+    LookupPeer(peer_agent, lookup_timeout,
+               [reactor, f, o, run](absl::StatusOr<std::string> addr) mutable {
+                 if (!addr.ok()) return reactor->Finish(ToGrpc(addr.status()));
+                 o.peer = *std::move(addr);
+                 run(f, std::move(o));
+               });
+  }
+
   const AgentHandler* handler_;
 };
 

@@ -1,0 +1,137 @@
+#include "cli/fabric.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <cstdio>
+
+namespace efawatch::cli {
+namespace {
+
+std::string EndText(v1::ProbeEnd e) {
+  switch (e) {
+    case v1::PROBE_END_COMPLETED:
+      return "completed";
+    case v1::PROBE_END_DEADLINE_EXCEEDED:
+      return "deadline exceeded";
+    case v1::PROBE_END_PEER_TIMED_OUT:
+      return "peer timed out";
+    case v1::PROBE_END_CANCELLED:
+      return "cancelled";
+    default:
+      return "unknown";
+  }
+}
+
+std::string Json(const google::protobuf::Message& m) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.always_print_primitive_fields = true;
+  opts.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &json, opts);
+  return json;
+}
+
+std::string Line(const char* fmt, auto... args) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), fmt, args...);
+  return buf;
+}
+
+// Every probe RPC outlives its probe: the probe's own deadline plus the connection timeout
+// (lookup of the peer and transport).
+template <typename Request, typename Response, typename Call>
+int Invoke(const char* name, const AgentConnection& conn, uint32_t deadline_ms,
+           const Request& request, Response* response, Call call, std::ostream& err) {
+  auto channel = MakeChannel(conn);
+  if (!channel.ok()) {
+    err << "efawatch " << name << ": " << channel.status().message() << "\n";
+    return 2;
+  }
+  auto stub = v1::Agent::NewStub(*channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + conn.timeout +
+                   std::chrono::milliseconds(deadline_ms));
+  grpc::Status st = call(*stub, &ctx, request, response);
+  if (!st.ok()) {
+    err << "efawatch " << name << ": agent " << conn.address << ": " << st.error_message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunPing(const AgentConnection& conn, const PingArgs& args, const std::string& format,
+            std::ostream& out, std::ostream& err) {
+  v1::PingRequest req;
+  req.set_peer_agent(args.peer);
+  req.set_count(args.count);
+  req.set_message_bytes(args.size);
+  req.set_deadline_ms(args.deadline_ms);
+  req.set_message_timeout_ms(args.timeout_ms);
+  v1::PingResponse r;
+  const int rc = Invoke(
+      "ping", conn, args.deadline_ms, req, &r,
+      [](v1::Agent::Stub& s, grpc::ClientContext* c, const v1::PingRequest& q,
+         v1::PingResponse* p) { return s.Ping(c, q, p); },
+      err);
+  if (rc != 0) return rc;
+  if (format == "json") {
+    out << Json(r) << "\n";
+  } else {
+    out << "fabric: " << r.local().provider() << " " << r.local().fabric() << " "
+        << r.local().domain() << "\n"
+        << "from " << r.local().printable() << " to " << r.peer() << "\n"
+        << Line("%-8s %6s %6s %6s %6s %10s %10s %10s %10s %10s\n", "bytes", "sent", "recv", "lost",
+                "errors", "min us", "p50 us", "p90 us", "p99 us", "max us")
+        << Line("%-8llu %6u %6u %6u %6u %10.1f %10.1f %10.1f %10.1f %10.1f\n",
+                static_cast<unsigned long long>(r.message_bytes()), r.sent(), r.received(),
+                r.lost(), r.errors(), r.rtt().min_us(), r.rtt().median_us(), r.rtt().p90_us(),
+                r.rtt().p99_us(), r.rtt().max_us())
+        << "loss " << Line("%.1f%%", 100 * r.loss_ratio()) << ", " << EndText(r.end()) << " in "
+        << Line("%.2f s", r.elapsed_seconds())
+        << (r.last_error().empty() ? "" : ", last error: " + r.last_error()) << "\n";
+  }
+  return r.end() == v1::PROBE_END_COMPLETED ? 0 : 3;
+}
+
+int RunBandwidth(const AgentConnection& conn, const BandwidthArgs& args, const std::string& format,
+                 std::ostream& out, std::ostream& err) {
+  v1::BandwidthRequest req;
+  req.set_peer_agent(args.peer);
+  for (uint64_t s : args.sizes) req.add_sizes(s);
+  req.set_bidirectional(args.bidirectional);
+  req.set_window(args.window);
+  req.set_ms_per_size(args.ms_per_size);
+  req.set_deadline_ms(args.deadline_ms);
+  v1::BandwidthResponse r;
+  const int rc = Invoke(
+      "bandwidth", conn, args.deadline_ms, req, &r,
+      [](v1::Agent::Stub& s, grpc::ClientContext* c, const v1::BandwidthRequest& q,
+         v1::BandwidthResponse* p) { return s.Bandwidth(c, q, p); },
+      err);
+  if (rc != 0) return rc;
+  if (format == "json") {
+    out << Json(r) << "\n";
+  } else {
+    out << "fabric: " << r.local().provider() << " " << r.local().fabric() << " "
+        << r.local().domain() << "\n"
+        << "from " << r.local().printable() << " to " << r.peer() << ", "
+        << (r.bidirectional() ? "bidirectional" : "unidirectional") << ", window " << r.window()
+        << "\n"
+        << Line("%-10s %10s %14s %10s %10s\n", "bytes", "messages", "total bytes", "seconds",
+                "GB/s");
+    for (const auto& p : r.points()) {
+      out << Line("%-10llu %10llu %14llu %10.3f %10.3f\n",
+                  static_cast<unsigned long long>(p.message_bytes()),
+                  static_cast<unsigned long long>(p.messages()),
+                  static_cast<unsigned long long>(p.bytes()), p.seconds(), p.gbytes_per_second());
+    }
+    out << EndText(r.end()) << " in " << Line("%.2f s", r.elapsed_seconds())
+        << (r.last_error().empty() ? "" : ", last error: " + r.last_error()) << "\n";
+  }
+  return r.end() == v1::PROBE_END_COMPLETED ? 0 : 3;
+}
+
+}  // namespace efawatch::cli

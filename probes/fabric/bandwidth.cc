@@ -1,0 +1,341 @@
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "probes/fabric/fi_status.h"
+#include "probes/fabric/message.h"
+#include "probes/fabric/probe.h"
+#include "probes/fabric/probe_link.h"
+
+namespace efawatch::fabric {
+namespace {
+
+using internal::Op;
+using internal::OpOf;
+
+constexpr size_t kControlBytes = 4096;  // Holds any header (kMaxAddressBytes + 32).
+constexpr auto kSpinBeforeSleep = std::chrono::milliseconds(2);
+
+// Runs one bandwidth probe. Holds the per-run state that the completion handler updates, so the
+// phases below read as the protocol: hello, then per size a warm-up window, a timed stream and a
+// kBwDone / kBwDoneAck exchange.
+class BandwidthRun {
+ public:
+  BandwidthRun(const BandwidthOptions& options, std::stop_token stop, const common::Clock& clock)
+      : options_(options), stop_(std::move(stop)), clock_(clock) {}
+
+  absl::StatusOr<BandwidthResult> Run();
+
+ private:
+  enum class Wait { kOk, kStalled, kDeadline, kCancelled, kBroken };
+
+  ssize_t Pump();
+  // Polls until `done()` holds, the peer stalls, the deadline passes or the stop token fires.
+  template <typename Pred>
+  Wait PumpUntil(Pred done);
+  // Sends a control message and waits for the matching answer of `answer` type.
+  Wait Control(MessageType type, MessageType answer);
+  // Streams messages of `size` bytes in `session` for `duration`, or exactly `messages` when
+  // duration is zero (warm-up). Returns when everything sent has completed (and echoed).
+  Wait Stream(size_t size, uint64_t session, std::chrono::nanoseconds duration, uint64_t messages);
+  void End(Wait w);
+
+  const BandwidthOptions& options_;
+  std::stop_token stop_;
+  const common::Clock& clock_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::unique_ptr<internal::ProbeLink> link_;
+  Endpoint* ep_ = nullptr;
+  BandwidthResult r_;
+
+  size_t rx_bytes_ = 0;
+  std::vector<Op> rx_;
+  std::vector<Op> tx_;  // Data sends; all share buffer data_index_.
+  std::vector<Op*> free_tx_;
+  Op control_tx_;
+  size_t data_index_ = 0;
+
+  uint64_t session_ = 0;  // Session whose echoes count.
+  uint64_t tx_outstanding_ = 0;
+  uint64_t echo_outstanding_ = 0;
+  uint64_t echo_messages_ = 0;
+  uint64_t echo_bytes_ = 0;
+  std::optional<MessageHeader> answer_;
+  MessageType awaited_answer_ = MessageType::kHelloAck;
+  uint64_t awaited_session_ = 0;
+  std::chrono::steady_clock::time_point last_completion_;
+  bool broken_ = false;
+};
+
+ssize_t BandwidthRun::Pump() {
+  Completion done[32];
+  const ssize_t n = ep_->Poll(done);
+  if (n < 0) {
+    broken_ = true;
+    r_.last_error = std::string(FiStatus("fi_cq_read", n).message());
+    return n;
+  }
+  if (n > 0) last_completion_ = clock_.Now();
+  for (ssize_t i = 0; i < n; ++i) {
+    Op* op = OpOf(done[i].context);
+    if (done[i].error != 0) {
+      ++r_.errors;
+      r_.last_error = ep_->last_error();
+    }
+    if (op->send) {
+      op->busy = false;
+      if (op != &control_tx_) {
+        --tx_outstanding_;
+        free_tx_.push_back(op);
+        // A failed send will never be echoed.
+        if (done[i].error != 0 && options_.bidirectional && echo_outstanding_ > 0) {
+          --echo_outstanding_;
+        }
+      }
+      continue;
+    }
+    if (done[i].error == 0) {
+      std::span<const std::byte> msg(link_->buffers[op->index]->data(), done[i].len);
+      auto h = DecodeHeader(msg);
+      if (h && h->type == MessageType::kBwEcho && h->session == session_) {
+        if (echo_outstanding_ > 0) --echo_outstanding_;
+        ++echo_messages_;
+        echo_bytes_ += done[i].len;
+      } else if (h && h->type == awaited_answer_ && h->session == awaited_session_) {
+        answer_ = std::move(h);
+      }
+    }
+    ep_->PostRecv(link_->buffers[op->index]->data(), rx_bytes_, link_->descs[op->index], &op->ctx);
+  }
+  return n;
+}
+
+template <typename Pred>
+BandwidthRun::Wait BandwidthRun::PumpUntil(Pred done) {
+  last_completion_ = clock_.Now();
+  while (!done()) {
+    if (stop_.stop_requested()) return Wait::kCancelled;
+    const ssize_t n = Pump();
+    if (n < 0) return Wait::kBroken;
+    if (n > 0) continue;
+    const auto now = clock_.Now();
+    if (now >= deadline_) return Wait::kDeadline;
+    if (now - last_completion_ >= options_.stall_timeout) return Wait::kStalled;
+    if (now - last_completion_ > kSpinBeforeSleep) ep_->Wait(std::chrono::milliseconds(1), -1);
+  }
+  return Wait::kOk;
+}
+
+BandwidthRun::Wait BandwidthRun::Control(MessageType type, MessageType answer) {
+  // The previous control send must have completed before its buffer is rewritten.
+  Wait w = PumpUntil([&] { return !control_tx_.busy; });
+  if (w != Wait::kOk) return w;
+  MessageHeader h;
+  h.type = type;
+  h.session = session_;
+  h.sender = ep_->address();
+  std::byte* buf = link_->buffers[control_tx_.index]->data();
+  const size_t len = EncodeHeader(h, {buf, kControlBytes});
+  answer_.reset();
+  awaited_answer_ = answer;
+  awaited_session_ = session_;
+  control_tx_.busy = true;
+  ssize_t ret;
+  bool posted = false;
+  w = PumpUntil([&] {
+    ret = ep_->PostSend(buf, len, link_->descs[control_tx_.index], link_->peer, &control_tx_.ctx);
+    posted = ret != -FI_EAGAIN;
+    return posted;
+  });
+  if (w != Wait::kOk) return w;
+  if (ret != 0) {
+    control_tx_.busy = false;
+    ++r_.errors;
+    r_.last_error = std::string(FiStatus("fi_send", ret).message());
+    broken_ = true;
+    return Wait::kBroken;
+  }
+  return PumpUntil([&] { return answer_.has_value(); });
+}
+
+BandwidthRun::Wait BandwidthRun::Stream(size_t size, uint64_t session,
+                                        std::chrono::nanoseconds duration, uint64_t messages) {
+  Wait w = PumpUntil([&] { return tx_outstanding_ == 0 && echo_outstanding_ == 0; });
+  if (w != Wait::kOk) return w;
+  session_ = session;
+  MessageHeader h;
+  h.type = MessageType::kBwData;
+  h.session = session;
+  h.value = options_.bidirectional ? kEchoFlag : 0;
+  h.sender = ep_->address();
+  std::byte* buf = link_->buffers[data_index_]->data();
+  EncodeHeader(h, {buf, size});
+
+  const auto t0 = clock_.Now();
+  uint64_t posted = 0;
+  auto more = [&] {
+    return duration.count() > 0 ? clock_.Now() - t0 < duration : posted < messages;
+  };
+  last_completion_ = t0;
+  while (true) {
+    const uint64_t in_flight = options_.bidirectional ? echo_outstanding_ : tx_outstanding_;
+    bool again = false;
+    if (in_flight < r_.window && !free_tx_.empty() && more()) {
+      Op* op = free_tx_.back();
+      const ssize_t ret =
+          ep_->PostSend(buf, size, link_->descs[data_index_], link_->peer, &op->ctx);
+      if (ret == 0) {
+        free_tx_.pop_back();
+        op->busy = true;
+        ++tx_outstanding_;
+        if (options_.bidirectional) ++echo_outstanding_;
+        ++posted;
+        continue;  // Fill the window before polling.
+      }
+      if (ret != -FI_EAGAIN) {
+        ++r_.errors;
+        r_.last_error = std::string(FiStatus("fi_send", ret).message());
+        broken_ = true;
+        return Wait::kBroken;
+      }
+      again = true;
+    }
+    if (!again && !more() && tx_outstanding_ == 0 && echo_outstanding_ == 0) return Wait::kOk;
+    if (stop_.stop_requested()) return Wait::kCancelled;
+    const ssize_t n = Pump();
+    if (n < 0) return Wait::kBroken;
+    if (n > 0) continue;
+    const auto now = clock_.Now();
+    if (now >= deadline_) return Wait::kDeadline;
+    if (now - last_completion_ >= options_.stall_timeout) return Wait::kStalled;
+    if (now - last_completion_ > kSpinBeforeSleep) ep_->Wait(std::chrono::milliseconds(1), -1);
+  }
+}
+
+void BandwidthRun::End(Wait w) {
+  switch (w) {
+    case Wait::kStalled:
+    case Wait::kBroken:
+      r_.end = ProbeEnd::kPeerTimedOut;
+      break;
+    case Wait::kDeadline:
+      r_.end = ProbeEnd::kDeadlineExceeded;
+      break;
+    case Wait::kCancelled:
+      r_.end = ProbeEnd::kCancelled;
+      break;
+    case Wait::kOk:
+      break;
+  }
+}
+
+absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
+  const auto start = clock_.Now();
+  deadline_ = start + options_.deadline;
+  if (options_.sizes.empty()) return absl::InvalidArgumentError("no bandwidth sizes given");
+  if (options_.window == 0) return absl::InvalidArgumentError("bandwidth window must be > 0");
+  auto opened = internal::OpenLink(options_.endpoint, options_.peer);
+  if (!opened.ok()) return opened.status();
+  link_ = *std::move(opened);
+  ep_ = link_->ep.get();
+  r_.fabric = ep_->info();
+  r_.local_address = ep_->Printable(ep_->address());
+  r_.peer_address = link_->peer_printable;
+  r_.bidirectional = options_.bidirectional;
+
+  const size_t header = HeaderBytes(ep_->address().size());
+  size_t max_size = header;
+  for (size_t s : options_.sizes) max_size = std::max(max_size, s);
+  if (max_size > ep_->info().max_msg_size) {
+    return absl::InvalidArgumentError(absl::StrCat("message size ", max_size,
+                                                   " exceeds the provider's max_msg_size ",
+                                                   ep_->info().max_msg_size));
+  }
+
+  // Receives take answers, and echoes when bidirectional (any receive can match any message).
+  rx_bytes_ = options_.bidirectional ? std::max(max_size, kControlBytes) : kControlBytes;
+  const size_t rx_count = options_.bidirectional ? options_.window + 4 : 4;
+  rx_.resize(rx_count);
+  tx_.resize(options_.window);
+  auto data = link_->AddBuffer(max_size);
+  if (!data.ok()) return data.status();
+  data_index_ = *data;
+  auto control = link_->AddBuffer(kControlBytes);
+  if (!control.ok()) return control.status();
+  control_tx_.send = true;
+  control_tx_.index = *control;
+  for (Op& op : tx_) {
+    op.send = true;
+    op.index = data_index_;
+    free_tx_.push_back(&op);
+  }
+  for (Op& op : rx_) {
+    auto idx = link_->AddBuffer(rx_bytes_);
+    if (!idx.ok()) return idx.status();
+    op.index = *idx;
+    const ssize_t ret =
+        ep_->PostRecv(link_->buffers[op.index]->data(), rx_bytes_, link_->descs[op.index], &op.ctx);
+    if (ret != 0) return FiStatus("fi_recv", ret);
+  }
+
+  // Hello: learn the responder's receive depth and largest message, and set up the connection
+  // outside the timed part.
+  session_ = internal::NewSession();
+  Wait w = Control(MessageType::kHello, MessageType::kHelloAck);
+  if (w != Wait::kOk) {
+    End(w);
+    r_.elapsed = clock_.Now() - start;
+    return r_;
+  }
+  const uint64_t peer_depth = std::max<uint64_t>(answer_->seq, 1);
+  const uint64_t peer_max = answer_->value;
+  r_.window = static_cast<uint32_t>(std::min<uint64_t>(options_.window, peer_depth));
+
+  for (size_t requested : options_.sizes) {
+    const size_t size = std::max(requested, header);
+    if (size > peer_max) {
+      r_.last_error = absl::StrCat("size ", size, " skipped: responder accepts at most ", peer_max);
+      continue;
+    }
+    w = Stream(size, internal::NewSession(), std::chrono::nanoseconds(0), r_.window);
+    if (w != Wait::kOk) break;
+    const uint64_t session = internal::NewSession();
+    echo_messages_ = 0;
+    echo_bytes_ = 0;
+    const auto t0 = clock_.Now();
+    w = Stream(size, session, options_.duration_per_size, 0);
+    if (w != Wait::kOk) break;
+    w = Control(MessageType::kBwDone, MessageType::kBwDoneAck);
+    if (w != Wait::kOk) break;
+    const auto t1 = clock_.Now();
+    BandwidthPoint p;
+    p.message_bytes = size;
+    p.messages = answer_->seq + echo_messages_;
+    p.bytes = answer_->value + echo_bytes_;
+    p.seconds = std::chrono::duration<double>(t1 - t0).count();
+    p.gbytes_per_second = p.seconds > 0 ? static_cast<double>(p.bytes) / p.seconds / 1e9 : 0;
+    r_.points.push_back(p);
+  }
+  End(w);
+  r_.elapsed = clock_.Now() - start;
+  return r_;
+}
+
+}  // namespace
+
+std::vector<size_t> DefaultBandwidthSizes() {
+  std::vector<size_t> sizes;
+  for (size_t s = 4096; s <= (8u << 20); s *= 4) sizes.push_back(s);
+  if (sizes.back() != (8u << 20)) sizes.push_back(8u << 20);
+  return sizes;
+}
+
+absl::StatusOr<BandwidthResult> Bandwidth(const BandwidthOptions& options, std::stop_token stop,
+                                          const common::Clock& clock) {
+  BandwidthRun run(options, std::move(stop), clock);
+  return run.Run();
+}
+
+}  // namespace efawatch::fabric

@@ -1,0 +1,204 @@
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "probes/fabric/fi_status.h"
+#include "probes/fabric/message.h"
+#include "probes/fabric/probe.h"
+#include "probes/fabric/probe_link.h"
+
+namespace efawatch::fabric {
+namespace {
+
+using internal::Op;
+using internal::OpOf;
+
+// Sends may outlive their pong by a little (the provider completes them lazily), and pongs may
+// arrive after their timeout; a few of each in flight keeps one slow message from stalling the
+// next.
+constexpr size_t kTxSlots = 8;
+constexpr size_t kRxSlots = 8;
+// How long to spin for a pong before sleeping between polls: well above any healthy RTT, so
+// timing is never disturbed by a sleep, while a dead peer costs little CPU.
+constexpr auto kSpinBeforeSleep = std::chrono::milliseconds(2);
+// Sleep granularity after that: the resolution of RTTs above 2 ms (lossy or throttled links).
+constexpr auto kSleepStep = std::chrono::microseconds(100);
+
+}  // namespace
+
+const char* ProbeEndName(ProbeEnd end) {
+  switch (end) {
+    case ProbeEnd::kCompleted:
+      return "completed";
+    case ProbeEnd::kDeadlineExceeded:
+      return "deadline_exceeded";
+    case ProbeEnd::kPeerTimedOut:
+      return "peer_timed_out";
+    case ProbeEnd::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<PingResult> Ping(const PingOptions& options, const std::stop_token& stop,
+                                const common::Clock& clock) {
+  const auto start = clock.Now();
+  const auto deadline = start + options.deadline;
+  if (options.count == 0) return absl::InvalidArgumentError("ping count must be > 0");
+  auto opened = internal::OpenLink(options.endpoint, options.peer);
+  if (!opened.ok()) return opened.status();
+  internal::ProbeLink& link = **opened;
+  Endpoint& ep = *link.ep;
+
+  PingResult r;
+  r.fabric = ep.info();
+  r.local_address = ep.Printable(ep.address());
+  r.peer_address = link.peer_printable;
+  r.message_bytes = std::max(options.message_bytes, HeaderBytes(ep.address().size()));
+  if (r.message_bytes > ep.info().max_msg_size) {
+    return absl::InvalidArgumentError(absl::StrCat("message size ", r.message_bytes,
+                                                   " exceeds the provider's max_msg_size ",
+                                                   ep.info().max_msg_size));
+  }
+
+  Op tx[kTxSlots];
+  Op rx[kRxSlots];
+  for (size_t i = 0; i < kTxSlots; ++i) {
+    auto idx = link.AddBuffer(r.message_bytes);
+    if (!idx.ok()) return idx.status();
+    tx[i].send = true;
+    tx[i].index = *idx;
+  }
+  for (size_t i = 0; i < kRxSlots; ++i) {
+    auto idx = link.AddBuffer(r.message_bytes);
+    if (!idx.ok()) return idx.status();
+    rx[i].index = *idx;
+    const ssize_t ret =
+        ep.PostRecv(link.buffers[*idx]->data(), r.message_bytes, link.descs[*idx], &rx[i].ctx);
+    if (ret != 0) return FiStatus("fi_recv", ret);
+  }
+
+  const uint64_t session = internal::NewSession();
+  MessageHeader header;
+  header.type = MessageType::kPing;
+  header.session = session;
+  header.sender = ep.address();
+
+  uint64_t awaited = 0;
+  bool got = false;
+  bool failed = false;
+  Completion done[16];
+  // Drains completions; returns how many, or a negative FI_E* code when the CQ broke.
+  auto pump = [&]() -> ssize_t {
+    const ssize_t n = ep.Poll(done);
+    for (ssize_t i = 0; i < n; ++i) {
+      Op* op = OpOf(done[i].context);
+      if (op->send) {
+        op->busy = false;
+        if (done[i].error != 0) {
+          r.last_error = ep.last_error();
+          if (op->seq == awaited) failed = true;
+        }
+        continue;
+      }
+      if (done[i].error == 0) {
+        std::span<const std::byte> msg(link.buffers[op->index]->data(), done[i].len);
+        const auto h = DecodeHeader(msg);
+        if (h && h->type == MessageType::kPong && h->session == session) {
+          if (h->seq == awaited) {
+            got = true;
+          } else if (h->seq < awaited && h->seq >= options.warmup) {
+            ++r.late;
+          }
+        }
+      }
+      // Reposting can only fail with -FI_EAGAIN here (the queue had room for it a moment ago);
+      // a failed repost shrinks the pool, and the loss shows as lost pongs.
+      ep.PostRecv(link.buffers[op->index]->data(), r.message_bytes, link.descs[op->index],
+                  &op->ctx);
+    }
+    return n;
+  };
+
+  const uint32_t total = options.warmup + options.count;
+  uint32_t attempted_timed = 0;
+  for (uint32_t i = 0; i < total; ++i) {
+    if (stop.stop_requested()) {
+      r.end = ProbeEnd::kCancelled;
+      break;
+    }
+    if (clock.Now() >= deadline) {
+      r.end = ProbeEnd::kDeadlineExceeded;
+      break;
+    }
+    const bool timed = i >= options.warmup;
+    awaited = i;
+    got = false;
+    failed = false;
+
+    Op* slot = nullptr;
+    while (slot == nullptr && clock.Now() < deadline && !stop.stop_requested()) {
+      for (Op& t : tx) {
+        if (!t.busy) {
+          slot = &t;
+          break;
+        }
+      }
+      if (slot == nullptr && pump() == 0) ep.Wait(std::chrono::milliseconds(1), -1);
+    }
+    if (slot == nullptr) continue;  // The loop head reports the deadline or the cancel.
+
+    header.seq = i;
+    std::byte* buf = link.buffers[slot->index]->data();
+    EncodeHeader(header, {buf, r.message_bytes});
+    slot->busy = true;
+    slot->seq = i;
+    const auto t0 = clock.Now();
+    const auto msg_deadline = std::min(t0 + options.message_timeout, deadline);
+    ssize_t ret;
+    while ((ret = ep.PostSend(buf, r.message_bytes, link.descs[slot->index], link.peer,
+                              &slot->ctx)) == -FI_EAGAIN) {
+      if (pump() < 0 || clock.Now() >= msg_deadline || stop.stop_requested()) break;
+    }
+    if (timed) ++attempted_timed;
+    if (ret != 0) {
+      slot->busy = false;
+      if (ret != -FI_EAGAIN) r.last_error = std::string(FiStatus("fi_send", ret).message());
+      if (timed) (ret == -FI_EAGAIN ? ++r.lost : ++r.errors);
+      continue;
+    }
+
+    auto now = t0;
+    while (!got && !failed && now < msg_deadline && !stop.stop_requested()) {
+      const ssize_t n = pump();
+      if (n < 0) return FiStatus("fi_cq_read", n);
+      now = clock.Now();
+      if (n == 0 && now - t0 > kSpinBeforeSleep) {
+        ep.Wait(std::min(std::chrono::duration_cast<std::chrono::microseconds>(msg_deadline - now),
+                         kSleepStep),
+                -1);
+        now = clock.Now();
+      }
+    }
+    if (!timed) continue;
+    if (got) {
+      ++r.received;
+      r.rtt_us.push_back(std::chrono::duration<double, std::micro>(now - t0).count());
+    } else if (failed) {
+      ++r.errors;
+    } else if (!stop.stop_requested()) {
+      ++r.lost;
+    }
+  }
+
+  r.sent = attempted_timed;
+  if (r.end == ProbeEnd::kDeadlineExceeded) r.lost += options.count - attempted_timed;
+  if (r.end == ProbeEnd::kCompleted && r.received == 0) r.end = ProbeEnd::kPeerTimedOut;
+  r.loss_ratio = static_cast<double>(r.lost + r.errors) / options.count;
+  r.rtt = Summarize(r.rtt_us);
+  r.elapsed = clock.Now() - start;
+  return r;
+}
+
+}  // namespace efawatch::fabric

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "probes/fabric/endpoint.h"
+
+namespace efawatch::fabric::internal {
+
+/// One posted operation. The fi_context2 comes first so a completion's op_context converts back.
+struct Op {
+  fi_context2 ctx{};
+  bool send = false;
+  bool busy = false;
+  size_t index = 0;  ///< Buffer index in ProbeLink::buffers.
+  uint64_t seq = 0;  ///< What a send carried (ping).
+};
+
+inline Op* OpOf(void* context) { return reinterpret_cast<Op*>(static_cast<fi_context2*>(context)); }
+
+/// The prober's side of a run: its own endpoint, its registered buffers and the peer. The
+/// endpoint is declared last so it closes (cancelling anything still posted) before the buffers
+/// it may still point into are freed.
+struct ProbeLink {
+  std::vector<std::unique_ptr<AlignedBuffer>> buffers;
+  std::vector<void*> descs;
+  std::unique_ptr<Endpoint> ep;
+  fi_addr_t peer = FI_ADDR_UNSPEC;
+  std::string peer_printable;
+
+  ~ProbeLink() { ep.reset(); }
+  /// Allocates and registers a buffer; returns its index.
+  absl::StatusOr<size_t> AddBuffer(size_t bytes);
+};
+
+/// Opens an endpoint (no wait object: probes poll) and inserts the peer's raw address.
+absl::StatusOr<std::unique_ptr<ProbeLink>> OpenLink(const EndpointOptions& options,
+                                                    const std::string& peer);
+
+/// A random id for one probe run, so late answers of an earlier run are never counted.
+uint64_t NewSession();
+
+}  // namespace efawatch::fabric::internal

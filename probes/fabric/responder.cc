@@ -1,0 +1,261 @@
+#include "probes/fabric/responder.h"
+
+#include <rdma/fi_errno.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "probes/fabric/fi_status.h"
+#include "probes/fabric/message.h"
+
+namespace efawatch::fabric {
+
+// One posted receive buffer. The fi_context2 comes first so a completion's op_context converts
+// back to its Slot.
+struct Responder::Slot {
+  fi_context2 ctx{};
+  enum class State { kReceiving, kReplying } state = State::kReceiving;
+  size_t reply_len = 0;
+  fi_addr_t reply_to = FI_ADDR_UNSPEC;
+  void* desc = nullptr;
+  std::unique_ptr<AlignedBuffer> buf;
+};
+
+absl::StatusOr<std::unique_ptr<Responder>> Responder::Create(const ResponderOptions& options) {
+  if (options.rx_depth == 0) return absl::InvalidArgumentError("responder rx_depth must be > 0");
+  if (options.max_message_bytes < HeaderBytes(kMaxAddressBytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("responder max_message_bytes must be >= ", HeaderBytes(kMaxAddressBytes)));
+  }
+  std::unique_ptr<Responder> r(new Responder());
+  r->options_ = options;
+  r->options_.endpoint.blocking_wait = true;
+  auto ep = Endpoint::Create(r->options_.endpoint);
+  if (!ep.ok()) return ep.status();
+  r->endpoint_ = *std::move(ep);
+  r->options_.max_message_bytes =
+      std::min(r->options_.max_message_bytes, r->endpoint_->info().max_msg_size);
+  r->printable_address_ = r->endpoint_->Printable(r->endpoint_->address());
+  r->sessions_.resize(std::max<size_t>(options.max_sessions, 1));
+  for (size_t i = 0; i < options.rx_depth; ++i) {
+    auto slot = std::make_unique<Slot>();
+    // Not zeroed: a slot only ever sends back what it received.
+    slot->buf = std::make_unique<AlignedBuffer>(r->options_.max_message_bytes, /*zero=*/false);
+    auto desc = r->endpoint_->Register(slot->buf->span());
+    if (!desc.ok()) return desc.status();
+    slot->desc = *desc;
+    r->slots_.push_back(std::move(slot));
+  }
+  r->stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (r->stop_fd_ < 0) return absl::InternalError("eventfd failed");
+  for (auto& slot : r->slots_) {
+    const ssize_t ret =
+        r->endpoint_->PostRecv(slot->buf->data(), slot->buf->size(), slot->desc, &slot->ctx);
+    if (ret != 0) return FiStatus("fi_recv", ret);
+  }
+  Responder* self = r.get();
+  r->thread_ = std::jthread([self](const std::stop_token& stop) { self->Run(stop); });
+  return r;
+}
+
+Responder::~Responder() {
+  Stop();
+  if (stop_fd_ >= 0) close(stop_fd_);
+}
+
+void Responder::Stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  thread_.join();
+}
+
+ResponderCounters Responder::counters() const {
+  ResponderCounters c;
+  c.received = received_.load(std::memory_order_relaxed);
+  c.pings = pings_.load(std::memory_order_relaxed);
+  c.bw_messages = bw_messages_.load(std::memory_order_relaxed);
+  c.bw_bytes = bw_bytes_.load(std::memory_order_relaxed);
+  c.garbage = garbage_.load(std::memory_order_relaxed);
+  c.unresolvable = unresolvable_.load(std::memory_order_relaxed);
+  c.recv_errors = recv_errors_.load(std::memory_order_relaxed);
+  c.send_errors = send_errors_.load(std::memory_order_relaxed);
+  c.wakeups = wakeups_.load(std::memory_order_relaxed);
+  return c;
+}
+
+absl::Status Responder::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+void Responder::Run(const std::stop_token& stop) {
+  // The eventfd lets Stop() interrupt a blocking poll(2) at once instead of after its timeout.
+  std::stop_callback wake(stop, [fd = stop_fd_] {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(fd, &one, sizeof(one));
+  });
+  Completion done[16];
+  auto last_traffic = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  while (!stop.stop_requested()) {
+    const bool posts_pending = !FlushPending();
+    const ssize_t n = endpoint_->Poll(done);
+    if (n < 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_ = FiStatus("fi_cq_read", n);
+      return;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      Slot& slot = *reinterpret_cast<Slot*>(static_cast<fi_context2*>(done[i].context));
+      if (slot.state == Slot::State::kReplying) {
+        if (done[i].error != 0) send_errors_.fetch_add(1, std::memory_order_relaxed);
+        Post(slot);
+      } else if (done[i].error != 0) {
+        recv_errors_.fetch_add(1, std::memory_order_relaxed);
+        Post(slot);
+      } else {
+        Handle(slot, done[i].len);
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (n > 0) {
+      last_traffic = now;
+      continue;
+    }
+    if (posts_pending || now - last_traffic < options_.spin_after_traffic) continue;
+    // Idle: block until the CQ signals, Stop() writes the eventfd, or a second passes (the
+    // timeout only bounds how stale a missed wake-up can get). Without a wait object, sleep a
+    // tenth of the idle time so far, 1 to 20 ms: a quiet responder wakes ~50 times a second
+    // (well under 0.5% of a core) and a new probe's first message waits at most 20 ms, which
+    // its warm-up absorbs.
+    auto idle_sleep = std::chrono::milliseconds(1000);
+    if (!endpoint_->has_wait_fd()) {
+      idle_sleep = std::clamp(
+          std::chrono::duration_cast<std::chrono::milliseconds>((now - last_traffic) / 10),
+          std::chrono::milliseconds(1), std::chrono::milliseconds(20));
+    }
+    endpoint_->Wait(idle_sleep, stop_fd_);
+    uint64_t drained;
+    [[maybe_unused]] ssize_t r = read(stop_fd_, &drained, sizeof(drained));
+    wakeups_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Responder::Post(Slot& slot) {
+  slot.state = Slot::State::kReceiving;
+  const ssize_t ret = endpoint_->PostRecv(slot.buf->data(), slot.buf->size(), slot.desc, &slot.ctx);
+  if (ret == -FI_EAGAIN) {
+    pending_.push_back(&slot);  // Retried by FlushPending after the next progress call.
+  } else if (ret != 0) {
+    // The slot is lost for good; rx depth shrinks by one and the counter shows it.
+    recv_errors_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Responder::Reply(Slot& slot, size_t len, const std::string& to) {
+  auto dest = endpoint_->Resolve(to);
+  if (!dest.ok()) {
+    unresolvable_.fetch_add(1, std::memory_order_relaxed);
+    Post(slot);
+    return;
+  }
+  slot.state = Slot::State::kReplying;
+  slot.reply_len = len;
+  slot.reply_to = *dest;
+  pending_.push_back(&slot);
+  FlushPending();
+}
+
+bool Responder::FlushPending() {
+  size_t done = 0;
+  for (; done < pending_.size(); ++done) {
+    Slot& slot = *pending_[done];
+    const bool reply = slot.state == Slot::State::kReplying;
+    const ssize_t ret =
+        reply ? endpoint_->PostSend(slot.buf->data(), slot.reply_len, slot.desc, slot.reply_to,
+                                    &slot.ctx)
+              : endpoint_->PostRecv(slot.buf->data(), slot.buf->size(), slot.desc, &slot.ctx);
+    if (ret == -FI_EAGAIN) break;
+    if (ret != 0 && reply) {
+      send_errors_.fetch_add(1, std::memory_order_relaxed);
+      // Post() may append to pending_ only on -FI_EAGAIN, after the range we erase below.
+      Post(slot);
+    } else if (ret != 0) {
+      recv_errors_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(done));
+  return pending_.empty();
+}
+
+void Responder::Handle(Slot& slot, size_t len) {
+  received_.fetch_add(1, std::memory_order_relaxed);
+  std::span<std::byte> msg(slot.buf->data(), std::min(len, slot.buf->size()));
+  const std::optional<MessageHeader> h = DecodeHeader(msg);
+  if (!h) {
+    garbage_.fetch_add(1, std::memory_order_relaxed);
+    Post(slot);
+    return;
+  }
+  switch (h->type) {
+    case MessageType::kPing:
+      pings_.fetch_add(1, std::memory_order_relaxed);
+      RewriteType(msg, MessageType::kPong, h->value);
+      Reply(slot, msg.size(), h->sender);
+      return;
+    case MessageType::kBwData: {
+      bw_messages_.fetch_add(1, std::memory_order_relaxed);
+      bw_bytes_.fetch_add(msg.size(), std::memory_order_relaxed);
+      auto it = std::find_if(sessions_.begin(), sessions_.end(),
+                             [&](const Session& s) { return s.id == h->session; });
+      if (it == sessions_.end()) {
+        it = sessions_.begin() + static_cast<ptrdiff_t>(next_session_);
+        next_session_ = (next_session_ + 1) % sessions_.size();
+        *it = Session{h->session, 0, 0};
+      }
+      it->messages++;
+      it->bytes += msg.size();
+      if ((h->value & kEchoFlag) != 0) {
+        RewriteType(msg, MessageType::kBwEcho, h->value);
+        Reply(slot, msg.size(), h->sender);
+      } else {
+        Post(slot);
+      }
+      return;
+    }
+    case MessageType::kBwDone:
+    case MessageType::kHello: {
+      MessageHeader ack;
+      ack.session = h->session;
+      ack.sender = endpoint_->address();
+      if (h->type == MessageType::kHello) {
+        ack.type = MessageType::kHelloAck;
+        ack.seq = slots_.size();
+        ack.value = options_.max_message_bytes;
+      } else {
+        auto it = std::find_if(sessions_.begin(), sessions_.end(),
+                               [&](const Session& s) { return s.id == h->session; });
+        ack.type = MessageType::kBwDoneAck;
+        ack.seq = it == sessions_.end() ? 0 : it->messages;
+        ack.value = it == sessions_.end() ? 0 : it->bytes;
+      }
+      const size_t n = EncodeHeader(ack, slot.buf->span());
+      if (n == 0) {
+        garbage_.fetch_add(1, std::memory_order_relaxed);
+        Post(slot);
+        return;
+      }
+      Reply(slot, n, h->sender);
+      return;
+    }
+    default:
+      // Answers (kPong, kBwEcho, acks) never come to a responder; count them as garbage.
+      garbage_.fetch_add(1, std::memory_order_relaxed);
+      Post(slot);
+      return;
+  }
+}
+
+}  // namespace efawatch::fabric

@@ -1,0 +1,113 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "probes/fabric/endpoint.h"
+
+namespace efawatch::fabric {
+
+struct ResponderOptions {
+  /// The fabric to serve on; `blocking_wait` is forced on (the responder must not spin idle).
+  EndpointOptions endpoint;
+  /// Receives kept posted. Each holds one message of `max_message_bytes`, so memory is bounded
+  /// by rx_depth * max_message_bytes (default 8 x (8 MiB + 4 KiB), about 64 MiB of address space,
+  /// resident only as far as traffic has touched it). Probers keep at most this many messages in
+  /// flight towards us (they learn it from kHelloAck).
+  size_t rx_depth = 8;
+  /// Largest message accepted, header included; larger ones arrive truncated and count as errors.
+  size_t max_message_bytes = (8u << 20) + 4096;
+  /// After the last completion keep polling this long before blocking: traffic comes in bursts,
+  /// and a wake-up costs tens of µs on tcp and milliseconds on providers whose wait object is
+  /// signalled by a progress thread (sockets) or that have none (shm): a window longer than
+  /// their wake-up keeps a running probe from paying it on every message.
+  std::chrono::microseconds spin_after_traffic{50000};
+  /// Bandwidth sessions whose byte counts are kept (oldest overwritten).
+  size_t max_sessions = 64;
+};
+
+/// Counters since start. Plain values; read with Responder::counters().
+struct ResponderCounters {
+  uint64_t received = 0;      ///< Messages received (any kind).
+  uint64_t pings = 0;         ///< kPing echoed.
+  uint64_t bw_messages = 0;   ///< kBwData received.
+  uint64_t bw_bytes = 0;      ///< Bytes of kBwData received.
+  uint64_t garbage = 0;       ///< Not a probe message (bad magic, version, type or address).
+  uint64_t unresolvable = 0;  ///< Sender address the address vector rejected.
+  uint64_t recv_errors = 0;   ///< Error completions of receives (e.g. truncation).
+  uint64_t send_errors = 0;   ///< Error completions of replies (peer went away).
+  uint64_t wakeups = 0;       ///< Times the loop returned from a blocking wait.
+};
+
+/// The always-on side of every fabric probe: echoes kPing as kPong, sinks (or echoes) bandwidth
+/// traffic, answers kHello and kBwDone. One per agent and NIC.
+///
+/// Threading: Create() starts one std::jthread that alone uses the endpoint. It spins only while
+/// completions keep arriving and otherwise blocks on the CQ's wait object (fi_trywait + poll(2)),
+/// so an idle responder costs about nothing. All public methods are thread-safe. The destructor
+/// stops and joins the thread.
+///
+/// Memory is bounded: rx_depth buffers, a fixed-size session table and an address vector of
+/// EndpointOptions::av_capacity peers (least recently used evicted). A reply reuses the buffer
+/// it answers, which is posted again when the reply's send completes.
+class Responder {
+ public:
+  static absl::StatusOr<std::unique_ptr<Responder>> Create(const ResponderOptions& options);
+  ~Responder();
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
+
+  /// Stops the thread and waits for it (prompt: it wakes through an eventfd). Idempotent.
+  void Stop();
+
+  const FabricInfo& info() const { return endpoint_->info(); }
+  /// Raw fabric address; what peers pass to Ping/Bandwidth.
+  const std::string& address() const { return endpoint_->address(); }
+  const std::string& printable_address() const { return printable_address_; }
+  ResponderCounters counters() const;
+  /// OK while serving; the error that stopped the loop otherwise (e.g. the CQ failed).
+  absl::Status status() const;
+
+ private:
+  struct Slot;
+  Responder() = default;
+  void Run(const std::stop_token& stop);
+  void Post(Slot& slot);
+  void Handle(Slot& slot, size_t len);
+  void Reply(Slot& slot, size_t len, const std::string& to);
+  bool FlushPending();
+
+  ResponderOptions options_;
+  std::string printable_address_;
+  int stop_fd_ = -1;
+
+  // Buffers are declared before the endpoint so the endpoint (with its posted receives) closes
+  // first.
+  std::vector<std::unique_ptr<Slot>> slots_;
+  struct Session {
+    uint64_t id = 0;
+    uint64_t messages = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<Session> sessions_;
+  size_t next_session_ = 0;
+  std::vector<Slot*> pending_;  // Posts that got -FI_EAGAIN, retried after progress.
+  std::unique_ptr<Endpoint> endpoint_;
+
+  std::atomic<uint64_t> received_{0}, pings_{0}, bw_messages_{0}, bw_bytes_{0}, garbage_{0},
+      unresolvable_{0}, recv_errors_{0}, send_errors_{0}, wakeups_{0};
+  mutable std::mutex mu_;
+  absl::Status status_;  // Guarded by mu_.
+  std::jthread thread_;
+};
+
+}  // namespace efawatch::fabric
