@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "daemon/common/findings_collector.h"
 #include "daemon/common/process_collector.h"
 #include "daemon/efa/efa_monitor.h"
@@ -110,11 +111,33 @@ absl::Status App::Start() {
   // The fabric is optional: a node without a usable provider still reports everything else, and
   // says why it has no responder.
   fabric::FabricServiceOptions fopts;
-  fopts.endpoint.providers = config_.fabric_providers;
-  fopts.endpoint.interface = config_.fabric_interface;
   fopts.responder = config_.fabric_responder;
   fopts.on_probe_done = [this] { PublishFabricFindings(); };
-  if (auto fabric = fabric::FabricService::Create(fopts, clock_); fabric.ok()) {
+  // Without --fabric-interface, EFA providers are tried first on any device; the others (tcp,
+  // sockets) are pinned to loopback, so an agent never exposes an unauthenticated fabric
+  // endpoint on the network unless told to (the DaemonSet names the pod's interface).
+  std::vector<std::pair<std::vector<std::string>, std::string>> attempts;
+  if (!config_.fabric_interface.empty()) {
+    attempts.push_back({config_.fabric_providers, config_.fabric_interface});
+  } else {
+    std::vector<std::string> rdma, others;
+    for (const auto& p : config_.fabric_providers)
+      (p.starts_with("efa") ? rdma : others).push_back(p);
+    if (!rdma.empty()) attempts.push_back({rdma, ""});
+    if (!others.empty()) attempts.push_back({others, "lo"});
+  }
+  absl::StatusOr<std::unique_ptr<fabric::FabricService>> fabric =
+      absl::NotFoundError("no fabric provider configured");
+  std::vector<std::string> why;
+  for (const auto& [providers, iface] : attempts) {
+    fopts.endpoint.providers = providers;
+    fopts.endpoint.interface = iface;
+    fabric = fabric::FabricService::Create(fopts, clock_);
+    if (fabric.ok()) break;
+    why.push_back(std::string(fabric.status().message()));
+  }
+  if (!fabric.ok() && !why.empty()) fabric = absl::NotFoundError(absl::StrJoin(why, "; "));
+  if (fabric.ok()) {
     fabric_ = *std::move(fabric);
     fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
     if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
