@@ -51,5 +51,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Report report = analyzer.Snapshot();
   std::string out = ReportToJson(report).dump();
   (void)out;
+
+  // The same input cut in two and merged (what `efawatch analyze` does on several cores).
+  size_t cut = size > 1 ? (static_cast<size_t>(data[1]) * input.size()) / 256 : 0;
+  cut = input.find('\n', cut);
+  if (cut != std::string_view::npos) {
+    Analyzer first(options), second(options);
+    uint64_t n1 = 0, n2 = 0;
+    for (std::string_view part : {input.substr(0, cut), input.substr(cut + 1)}) {
+      Analyzer& a = n1 == 0 && part.data() == input.data() ? first : second;
+      uint64_t& n = &a == &first ? n1 : n2;
+      size_t b = 0;
+      while (b <= part.size()) {
+        size_t e = part.find('\n', b);
+        if (e == std::string_view::npos) e = part.size();
+        a.Feed("a.log", ++n, part.substr(b, e - b));
+        b = e + 1;
+      }
+    }
+    first.Merge(std::move(second), n1);
+    out = ReportToJson(first.Snapshot()).dump();
+  }
   return 0;
 }
