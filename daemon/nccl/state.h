@@ -32,8 +32,6 @@ struct Tally {
   Ev first;
 };
 
-enum class Tri : uint8_t { kUnknown, kYes, kNo };
-
 struct CommState {
   std::string ptr;      // "0x55f9..." as printed
   std::string comm_id;  // "0x795b..." (2.16+)
@@ -82,7 +80,6 @@ struct ProcState {
   std::string fabric;
   int nics = -1;
   std::string instance_type;
-  bool hmem_needs_rdma = false;  // libfabric: the EFA device cannot do RDMA (no GDR possible)
 
   // Bootstrap.
   std::string boot_if;
