@@ -70,7 +70,8 @@ void AddTransport(CommState* comm, std::string_view a, std::string_view b = {},
   for (auto& [key, count] : comm->transports) {
     std::string_view k = key;
     if (k.size() == a.size() + b.size() + c.size() && StartsWith(k, a) &&
-        k.substr(a.size(), b.size()) == b && k.substr(a.size() + b.size()) == c) {
+        internal::Eq(k.substr(a.size(), b.size()), b) &&
+        internal::Eq(k.substr(a.size() + b.size()), c)) {
       ++count;
       return;
     }
@@ -135,8 +136,9 @@ void HandleChannel(ProcState* p, std::string_view m, const Ctx& c) {
 }
 
 CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
+  const uint64_t hash = internal::HashBytes(ptr.substr(0, 32));
   for (auto& comm : p->comms) {
-    if (comm->ptr == ptr) return comm.get();
+    if (comm->ptr_hash == hash && internal::Eq(comm->ptr, ptr)) return comm.get();
   }
   if (p->comms.size() >= st->options.max_comms_per_process && !p->comms.empty()) {
     if (p->current == p->comms.front().get()) p->current = nullptr;
@@ -145,6 +147,7 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
   }
   auto comm = std::make_unique<CommState>();
   comm->ptr.assign(ptr.substr(0, 32));
+  comm->ptr_hash = hash;
   // Channel lines printed before the comm line (NCCL <= 2.17 prints "Init COMPLETE" last).
   if (!p->pending.transports.empty()) {
     comm->transports = std::move(p->pending.transports);
@@ -157,6 +160,47 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
   return p->comms.back().get();
 }
 
+// The keys of communicator lines whose value (the next token) HandleComm keeps. Classified once
+// per token, by length first, so the token loop does not compare every token with every key.
+enum class CommKey {
+  kOther,
+  kComm,
+  kRank,
+  kNranks,
+  kNnodes,
+  kCudaDev,
+  kBusId,
+  kCommId,
+  kAbort,
+  kInit
+};
+
+CommKey ClassifyCommKey(std::string_view t) {
+  using internal::Eq;
+  switch (t.size()) {
+    case 1:
+      return t[0] == '-' ? CommKey::kInit : CommKey::kOther;
+    case 4:
+      if (Eq(t, "comm")) return CommKey::kComm;
+      if (Eq(t, "rank")) return CommKey::kRank;
+      if (Eq(t, "Init")) return CommKey::kInit;
+      return CommKey::kOther;
+    case 5:
+      if (Eq(t, "busId")) return CommKey::kBusId;
+      if (Eq(t, "Abort")) return CommKey::kAbort;
+      return CommKey::kOther;
+    case 6:
+      if (Eq(t, "nranks") || Eq(t, "nRanks")) return CommKey::kNranks;
+      if (Eq(t, "nNodes")) return CommKey::kNnodes;
+      if (Eq(t, "commId")) return CommKey::kCommId;
+      return CommKey::kOther;
+    case 7:
+      return Eq(t, "cudaDev") ? CommKey::kCudaDev : CommKey::kOther;
+    default:
+      return CommKey::kOther;
+  }
+}
+
 // Every communicator line format from 2.2 to 2.30 is "key value" pairs plus a status:
 // "comm 0x.. rank 3 nRanks 8 nNodes 2 ...", "ncclCommInitRank comm 0x.. rank 0 nranks 16 cudaDev 0
 // nvmlDev 0 busId 1c000 commId 0x65.. - Init START", "rank 0 nranks 4" (2.3).
@@ -165,35 +209,35 @@ void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
   int rank = -1, nranks = -1, nnodes = -1, cuda_dev = -1;
   bool start = false, complete = false, abort = false, seen_comm = false;
   size_t pos = 0;
-  std::string_view prev;
+  CommKey prev = CommKey::kOther;
   for (int guard = 0; guard < 64; ++guard) {
     std::string_view tok = internal::NextToken(m, &pos);
     if (tok.empty()) break;
-    if (prev == "comm" && !seen_comm) {
+    if (prev == CommKey::kComm && !seen_comm) {
       ptr = tok;
       seen_comm = true;
-    } else if (prev == "rank" && rank < 0) {
+    } else if (prev == CommKey::kRank && rank < 0) {
       rank = ParseInt(tok);
-    } else if (prev == "nranks" || prev == "nRanks") {
+    } else if (prev == CommKey::kNranks) {
       nranks = ParseInt(tok);
-    } else if (prev == "nNodes") {
+    } else if (prev == CommKey::kNnodes) {
       nnodes = ParseInt(tok);
-    } else if (prev == "cudaDev") {
+    } else if (prev == CommKey::kCudaDev) {
       cuda_dev = ParseInt(tok);
-    } else if (prev == "busId") {
+    } else if (prev == CommKey::kBusId) {
       bus_id = tok;
-    } else if (prev == "commId") {
+    } else if (prev == CommKey::kCommId) {
       comm_id = tok;
-    } else if (tok == "START" || StartsWith(tok, "START")) {
+    } else if (StartsWith(tok, "START")) {
       start = true;
-    } else if (tok == "COMPLETE" || StartsWith(tok, "COMPLETE")) {
-      if (prev == "Abort") {
+    } else if (StartsWith(tok, "COMPLETE")) {
+      if (prev == CommKey::kAbort) {
         abort = true;
-      } else if (prev == "Init" || prev == "-") {
+      } else if (prev == CommKey::kInit) {
         complete = true;
       }
     }
-    prev = tok;
+    prev = ClassifyCommKey(tok);
   }
   if (rank < 0 && nranks < 0) return;
   std::string key_buf;
@@ -546,12 +590,12 @@ ProcState* GetProc(State* st, const Record& r, uint32_t source) {
     unattributed = "?" + std::to_string(source);
     key = unattributed;
   }
-  if (st->last_proc != nullptr && st->last_key == key) return st->last_proc;
+  if (st->last_proc != nullptr && internal::Eq(st->last_key, key)) return st->last_proc;
   // Interleaved ranks defeat the last-process cache; a small table indexed by pid avoids most
   // hash lookups.
   internal::PidSlot& slot = st->pid_cache[r.pid % st->pid_cache.size()];
   if (!r.proc_key.empty() && slot.proc != nullptr && slot.proc->pid == r.pid &&
-      slot.proc->host == r.host) {
+      internal::Eq(slot.proc->host, r.host)) {
     return slot.proc;
   }
   auto it = st->procs.find(absl::string_view(key.data(), key.size()));
@@ -720,7 +764,11 @@ void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view 
 }
 
 uint32_t SourceIndex(State* st, std::string_view name) {
-  if (st->have_last_source && st->last_source_name == name) return st->last_source;
+  // Every line names its source: memcmp beats a byte loop on path-length strings.
+  if (st->have_last_source && st->last_source_name.size() == name.size() &&
+      memcmp(st->last_source_name.data(), name.data(), name.size()) == 0) {
+    return st->last_source;
+  }
   auto it = st->source_index.find(absl::string_view(name.data(), name.size()));
   uint32_t idx;
   if (it != st->source_index.end()) {

@@ -33,8 +33,9 @@ struct Tally {
 };
 
 struct CommState {
-  std::string ptr;      // "0x55f9..." as printed
-  std::string comm_id;  // "0x795b..." (2.16+)
+  std::string ptr;        // "0x55f9..." as printed
+  uint64_t ptr_hash = 0;  // HashBytes(ptr), compared before ptr
+  std::string comm_id;    // "0x795b..." (2.16+)
   int rank = -1;
   int nranks = -1;
   int nnodes = -1;

@@ -20,6 +20,24 @@ inline bool SameBytes(const char* a, const char* b, size_t n) {
   return true;
 }
 
+// Equality: short operands (keywords, host names) by a byte loop, long ones by memcmp.
+inline bool Eq(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  if (a.size() > 16) return memcmp(a.data(), b.data(), a.size()) == 0;
+  return SameBytes(a.data(), b.data(), a.size());
+}
+
+// FNV-1a (http://www.isthe.com/chongo/tech/comp/fnv/): a cheap first test before comparing
+// short keys such as communicator pointers.
+inline uint64_t HashBytes(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 inline bool StartsWith(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && SameBytes(s.data(), p.data(), p.size());
 }
