@@ -29,16 +29,7 @@ constexpr size_t kChunk = 1 << 20;
 // Feeds every line of `data` (the last one may lack its newline), numbering from 1; returns
 // the number of lines.
 uint64_t FeedBuffer(std::string_view source, std::string_view data, nccl::Analyzer* analyzer) {
-  uint64_t line_no = 0;
-  size_t start = 0;
-  while (start < data.size()) {
-    const void* nl = memchr(data.data() + start, '\n', data.size() - start);
-    size_t end = nl == nullptr ? data.size()
-                               : static_cast<size_t>(static_cast<const char*>(nl) - data.data());
-    analyzer->Feed(source, ++line_no, data.substr(start, end - start));
-    start = end + 1;
-  }
-  return line_no;
+  return analyzer->FeedLines(source, 1, data);
 }
 
 // Large files are cut at line boundaries into one part per physical core (half the hardware
@@ -168,18 +159,23 @@ absl::Status FeedFile(const std::string& path, nccl::Analyzer* analyzer) {
     if (n == 0) break;
     std::string_view data(buf.data(), have + static_cast<size_t>(n));
     size_t start = 0;
-    for (;;) {
-      const void* nl = memchr(data.data() + start, '\n', data.size() - start);
-      if (nl == nullptr) break;
-      size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data.data());
-      if (!skipping) analyzer->Feed(source, ++line_no, data.substr(start, end - start));
-      skipping = false;
-      start = end + 1;
-    }
-    have = data.size() - start;
     if (skipping) {
-      have = 0;  // still inside the dropped rest
-    } else if (have >= kChunk) {
+      const void* nl = memchr(data.data(), '\n', data.size());
+      if (nl != nullptr) {
+        start = static_cast<size_t>(static_cast<const char*>(nl) - data.data()) + 1;
+        skipping = false;
+      }
+    }
+    if (!skipping) {
+      // Whole lines go to the analyzer as one block; the unfinished tail waits for more data.
+      size_t last = data.rfind('\n');
+      if (last != std::string_view::npos && last >= start) {
+        line_no += analyzer->FeedLines(source, line_no + 1, data.substr(start, last + 1 - start));
+        start = last + 1;
+      }
+    }
+    have = skipping ? 0 : data.size() - start;
+    if (have >= kChunk) {
       // An over-long line: feed what is here as the line, skip the rest up to its newline.
       analyzer->Feed(source, ++line_no, data.substr(start, have));
       skipping = true;

@@ -733,8 +733,11 @@ void HandleOther(State* st, SourceState* ss, std::string_view line, const Ctx& c
   if (Contains(line, "FI_")) ScanAssignments(ss, line, "FI_", c);
 }
 
-void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view text) {
-  std::string_view line = CleanLine(text, &st->scratch);
+// `may_hold_ansi` false: the caller knows the text holds no ESC byte (FeedLines checked the
+// whole block at once).
+void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view text,
+                 bool may_hold_ansi) {
+  std::string_view line = CleanLine(text, &st->scratch, may_hold_ansi);
   if (line.empty()) return;
   Ctx c{st, source, line_no, line};
   size_t n = FindRecords(line, &st->records);
@@ -815,14 +818,17 @@ const Counters& Analyzer::counters() const { return state_->counters; }
 
 const AnalyzerOptions& Analyzer::options() const { return state_->options; }
 
-void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view raw_line) {
-  State* st = state_.get();
+namespace {
+
+// Feed() for a source already looked up. `block_has_esc` false: the caller checked that the
+// raw line (and the block it comes from) holds no ESC byte.
+void FeedLine(State* st, uint32_t source_idx, uint64_t line_no, std::string_view raw_line,
+              bool block_has_esc) {
   ++st->counters.lines;
   if (raw_line.size() > st->options.max_line_bytes) {
     raw_line = raw_line.substr(0, st->options.max_line_bytes);
     ++st->counters.truncated_lines;
   }
-  uint32_t source_idx = SourceIndex(st, source);
   SourceState* ss = st->sources[source_idx].get();
   Envelope env = st->options.envelope;
   CriRecord cri;
@@ -858,7 +864,37 @@ void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view 
     text = ss->joiner->Complete(piece, &truncated);
     if (truncated) ++st->counters.truncated_lines;
   }
-  ProcessText(st, source_idx, line_no, text);
+  // Text decoded from JSON or joined from earlier pieces is not part of the checked block.
+  bool in_raw = text.data() >= raw_line.data() &&
+                text.data() + text.size() <= raw_line.data() + raw_line.size();
+  ProcessText(st, source_idx, line_no, text, block_has_esc || !in_raw);
+}
+
+}  // namespace
+
+void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view raw_line) {
+  State* st = state_.get();
+  FeedLine(st, SourceIndex(st, source), line_no, raw_line, true);
+}
+
+uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
+                             std::string_view data) {
+  if (data.empty()) return 0;
+  State* st = state_.get();
+  const uint32_t source_idx = SourceIndex(st, source);
+  // One memchr over the block instead of one per line in CleanLine.
+  const bool has_esc = memchr(data.data(), '\x1b', data.size()) != nullptr;
+  uint64_t n = 0;
+  size_t start = 0;
+  while (start < data.size()) {
+    const void* nl = memchr(data.data() + start, '\n', data.size() - start);
+    size_t end = nl == nullptr ? data.size()
+                               : static_cast<size_t>(static_cast<const char*>(nl) - data.data());
+    FeedLine(st, source_idx, first_line_no + n, data.substr(start, end - start), has_esc);
+    ++n;
+    start = end + 1;
+  }
+  return n;
 }
 
 }  // namespace efawatch::nccl
