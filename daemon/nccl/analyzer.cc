@@ -137,12 +137,17 @@ void HandleChannel(ProcState* p, std::string_view m, const Ctx& c) {
 
 CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
   const uint64_t hash = internal::HashBytes(ptr.substr(0, 32));
-  for (auto& comm : p->comms) {
-    if (comm->ptr_hash == hash && internal::Eq(comm->ptr, ptr)) return comm.get();
+  if (p->comm_hashes.size() != p->comms.size()) {
+    p->comm_hashes.clear();
+    for (const auto& comm : p->comms) p->comm_hashes.push_back(comm->ptr_hash);
+  }
+  for (size_t i = 0; i < p->comm_hashes.size(); ++i) {
+    if (p->comm_hashes[i] == hash && internal::Eq(p->comms[i]->ptr, ptr)) return p->comms[i].get();
   }
   if (p->comms.size() >= st->options.max_comms_per_process && !p->comms.empty()) {
     if (p->current == p->comms.front().get()) p->current = nullptr;
     p->comms.erase(p->comms.begin());
+    p->comm_hashes.erase(p->comm_hashes.begin());
     ++st->counters.evicted_comms;
   }
   auto comm = std::make_unique<CommState>();
@@ -157,6 +162,7 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
     p->pending = CommState();
   }
   p->comms.push_back(std::move(comm));
+  p->comm_hashes.push_back(hash);
   return p->comms.back().get();
 }
 
@@ -177,6 +183,8 @@ enum class CommKey {
 
 CommKey ClassifyCommKey(std::string_view t) {
   using internal::Eq;
+  // Values (ranks, counts, pointers, ids) start with a digit; no key does.
+  if (t.empty() || IsDigitChar(t[0])) return CommKey::kOther;
   switch (t.size()) {
     case 1:
       return t[0] == '-' ? CommKey::kInit : CommKey::kOther;

@@ -152,6 +152,7 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
     }
     if (original == b_current) mapped_current = target;
   }
+  a->comm_hashes.clear();  // comms changed: FindOrAddComm rebuilds it
   if (!b.comms.empty()) a->current = mapped_current;
   if (!b.pending.transports.empty()) AddChannels(&a->pending, std::move(b.pending));
   AddTally(&a->warns, std::move(b.warns));

@@ -94,6 +94,9 @@ struct ProcState {
   std::vector<std::pair<std::string, std::string>> settings;
 
   std::vector<std::unique_ptr<CommState>> comms;
+  // comms[i]->ptr_hash, side by side so a lookup does not visit every CommState. Rebuilt by
+  // the lookup when its size differs from comms (merge.cc clears it after changing comms).
+  std::vector<uint64_t> comm_hashes;
   CommState* current = nullptr;
   CommState pending;  // channel lines seen before the comm that owns them is printed
 

@@ -21,11 +21,34 @@ inline bool SameBytes(const char* a, const char* b, size_t n) {
   return true;
 }
 
-// Equality: short operands (keywords, host names) by a byte loop, long ones by memcmp.
+// Equality. Up to 32 bytes (host names, process keys, pointers, keywords) by overlapping word
+// loads, no call and no loop; longer operands by memcmp.
 inline bool Eq(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  if (a.size() > 16) return memcmp(a.data(), b.data(), a.size()) == 0;
-  return SameBytes(a.data(), b.data(), a.size());
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char* x = a.data();
+  const char* y = b.data();
+  if (n > 32) return memcmp(x, y, n) == 0;
+  if (n > 16) {
+    return Eq({x, 16}, {y, 16}) && Eq({x + n - 16, 16}, {y + n - 16, 16});
+  }
+  if (n >= 8) {
+    uint64_t x0, y0, x1, y1;
+    memcpy(&x0, x, 8);
+    memcpy(&y0, y, 8);
+    memcpy(&x1, x + n - 8, 8);
+    memcpy(&y1, y + n - 8, 8);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  if (n >= 4) {
+    uint32_t x0, y0, x1, y1;
+    memcpy(&x0, x, 4);
+    memcpy(&y0, y, 4);
+    memcpy(&x1, x + n - 4, 4);
+    memcpy(&y1, y + n - 4, 4);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  return SameBytes(x, y, n);
 }
 
 // FNV-1a (http://www.isthe.com/chongo/tech/comp/fnv/): a cheap first test before comparing
