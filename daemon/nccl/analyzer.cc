@@ -36,6 +36,12 @@ struct Ctx {
   std::string_view line;  // cleaned physical line, used as evidence text
 };
 
+// Assigns only when the value changes: most of these lines repeat for every rank and channel,
+// and a compare is cheaper than a copy.
+void Set(std::string* dst, std::string_view v) {
+  if (!internal::Eq(*dst, v)) dst->assign(v);
+}
+
 void SetEv(Ev* ev, const Ctx& c) {
   if (ev->set()) return;
   ev->source = c.source;
@@ -258,8 +264,8 @@ void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
   if (nranks >= 0) comm->nranks = nranks;
   if (nnodes >= 0) comm->nnodes = nnodes;
   if (cuda_dev >= 0) comm->cuda_dev = cuda_dev;
-  if (!bus_id.empty()) comm->bus_id.assign(bus_id.substr(0, 24));
-  if (!comm_id.empty()) comm->comm_id.assign(comm_id.substr(0, 24));
+  if (!bus_id.empty()) Set(&comm->bus_id, bus_id.substr(0, 24));
+  if (!comm_id.empty()) Set(&comm->comm_id, comm_id.substr(0, 24));
   if (abort) {
     comm->aborted = true;
     Count(&p->aborts, c);
@@ -282,7 +288,7 @@ void HandlePlugin(ProcState* p, std::string_view m, const Ctx& c) {
     size_t v = name.rfind(" (v");
     if (v != std::string_view::npos) name = name.substr(0, v);
     p->plugin_loaded = true;
-    p->plugin_name.assign(name.substr(0, 64));
+    Set(&p->plugin_name, name.substr(0, 64));
     SetEv(&p->ev_plugin, c);
   } else if (Contains(m, "Failed to find ncclNetPlugin")) {
     p->plugin_abi_mismatch = true;
@@ -313,7 +319,7 @@ void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
     }
     if (size_t at = FindIn(rest, "GDR disabled on GDR-supported instance type ");
         at != std::string_view::npos) {
-      p->instance_type.assign(Trim(rest.substr(at + 44)).substr(0, 32));
+      Set(&p->instance_type, Trim(rest.substr(at + 44)).substr(0, 32));
       Count(&p->gdr_off, c);
     }
     return;
@@ -328,10 +334,10 @@ void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
              StartsWith(rest, "Selected provider is ")) {
     std::string_view v = rest.substr(21);
     size_t end = v.find_first_of(" ,");
-    p->provider.assign(v.substr(0, std::min<size_t>(end, 32)));
+    Set(&p->provider, v.substr(0, std::min<size_t>(end, 32)));
     if (size_t f = FindIn(v, "fabric is "); f != std::string_view::npos) {
       std::string_view fab = v.substr(f + 10);
-      p->fabric.assign(fab.substr(0, std::min<size_t>(fab.find(' '), 32)));
+      Set(&p->fabric, fab.substr(0, std::min<size_t>(fab.find(' '), 32)));
     }
     if (size_t n = FindIn(v, "(found "); n != std::string_view::npos) {
       p->nics = ParseInt(v.substr(n + 7));
@@ -339,7 +345,7 @@ void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
     SetEv(&p->ev_provider, c);
   } else if (StartsWith(rest, "Running on ")) {
     std::string_view v = rest.substr(11);
-    p->instance_type.assign(v.substr(0, std::min<size_t>(v.find(' '), 32)));
+    Set(&p->instance_type, v.substr(0, std::min<size_t>(v.find(' '), 32)));
   } else if (StartsWith(rest, "No eligible providers were found")) {
     p->plugin_init_failed = true;
     Count(&p->plugin_failures, c);
@@ -378,6 +384,8 @@ void HandleEnvEcho(ProcState* p, std::string_view m, const Ctx& c) {
 }
 
 void HandleBootstrap(ProcState* p, std::string_view list, const Ctx& c) {
+  // Both already set: parsing the list again cannot change anything.
+  if (!p->boot_if.empty() && p->ev_bootstrap.set()) return;
   auto items = internal::ParseIfList(list, 16);
   if (items.empty()) return;
   if (p->boot_if.empty()) {
@@ -439,11 +447,11 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       return;
     case 'U':
       if (StartsWith(m, "Using network ")) {
-        p->network.assign(Trim(m.substr(14)).substr(0, 64));
+        Set(&p->network, Trim(m.substr(14)).substr(0, 64));
         SetEv(&p->ev_network, c);
       } else if (StartsWith(m, "Using internal Network ") ||
                  StartsWith(m, "Using external Network ")) {
-        p->network.assign(Trim(m.substr(23)).substr(0, 64));
+        Set(&p->network, Trim(m.substr(23)).substr(0, 64));
         SetEv(&p->ev_network, c);
       }
       return;
@@ -451,7 +459,7 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       if (StartsWith(m, "Assigned NET plugin ")) {
         std::string_view v = m.substr(20);
         size_t e = v.find(" to comm");
-        p->network.assign(v.substr(0, std::min<size_t>(e, 64)));
+        Set(&p->network, v.substr(0, std::min<size_t>(e, 64)));
         SetEv(&p->ev_network, c);
       }
       return;
@@ -471,7 +479,7 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       if (StartsWith(m, "P2P plugin IB") || StartsWith(m, "Plugin Path : ")) {
         p->ibext_seen = true;
         p->plugin_loaded = true;
-        if (StartsWith(m, "P2P plugin ")) p->plugin_name.assign(Trim(m.substr(11)).substr(0, 32));
+        if (StartsWith(m, "P2P plugin ")) Set(&p->plugin_name, Trim(m.substr(11)).substr(0, 32));
         SetEv(&p->ev_plugin, c);
       }
       return;
@@ -487,7 +495,7 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
         std::string_view v = Trim(m.substr(23));
         if (v != "IB" && v != "Socket") {
           p->plugin_loaded = true;
-          p->plugin_name.assign(v.substr(0, 64));
+          Set(&p->plugin_name, v.substr(0, 64));
         }
       }
       return;
@@ -498,7 +506,7 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
           p->ib_no_device = true;
         } else if (v != "Socket") {
           p->plugin_init_failed = true;
-          p->failed_plugin.assign(v.substr(0, 64));
+          Set(&p->failed_plugin, v.substr(0, 64));
           Count(&p->plugin_failures, c);
         }
       }
@@ -509,7 +517,7 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
         if (StartsWith(v, "network ")) v.remove_prefix(8);
         if (StartsWith(v, "plugin ")) v.remove_prefix(7);
         p->plugin_loaded = true;
-        p->plugin_name.assign(Trim(v).substr(0, 64));
+        Set(&p->plugin_name, Trim(v).substr(0, 64));
         SetEv(&p->ev_plugin, c);
       }
       return;
@@ -519,8 +527,8 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
         std::string_view tok = m.substr(13);
         tok = tok.substr(0, std::min<size_t>(tok.find(' '), 64));
         SplitVersion(tok, &v, &cuda);
-        p->version.assign(v);
-        p->cuda.assign(cuda);
+        Set(&p->version, v);
+        Set(&p->cuda, cuda);
       } else if (StartsWith(m, "NCCL_")) {
         HandleEnvEcho(p, m, c);
       } else if (StartsWith(m, "NET/OFI ")) {
@@ -540,8 +548,10 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       } else if (StartsWith(m, "NET/Socket : Using")) {
         p->socket_using = true;
         SetEv(&p->ev_socket_using, c);
-        for (const auto& item : internal::ParseIfList(m.substr(18), 16)) {
-          if (internal::IsLoopback(item.iface, item.addr)) p->socket_lists_loopback = true;
+        if (!p->socket_lists_loopback) {
+          for (const auto& item : internal::ParseIfList(m.substr(18), 16)) {
+            if (internal::IsLoopback(item.iface, item.addr)) p->socket_lists_loopback = true;
+          }
         }
       } else if (StartsWith(m, "NET : Using interface ")) {
         // NCCL 2.3: one line per socket interface; the first one carries the bootstrap.
