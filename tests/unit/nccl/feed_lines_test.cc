@@ -77,8 +77,9 @@ TEST(AnalyzerFeedLinesTest, CorpusGivesTheSameReportAsFeed) {
   }
 }
 
-// ANSI codes that reach the text without a raw ESC byte in the block: JSON-escaped, or in a CRI
-// piece fed in an earlier block and joined with a later one.
+// ANSI codes in a plain line between clean ones, and codes that reach the text without a raw
+// ESC byte in the line: JSON-escaped, or in a CRI piece fed in an earlier block and joined
+// with a later one.
 TEST(AnalyzerFeedLinesTest, AnsiCodesOutsideTheBlockAreStillRemoved) {
   const std::string colored =
       "\x1b[32mgpu1:10:11 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo\x1b[0m";
@@ -87,6 +88,8 @@ TEST(AnalyzerFeedLinesTest, AnsiCodesOutsideTheBlockAreStillRemoved) {
       "2025-03-04T05:06:07.1Z stdout P \x1b[1mgpu2:20:21 [0] NCCL INFO NCCL_SOCKET_");
   physical.push_back("2025-03-04T05:06:07.2Z stdout F IFNAME set by environment to lo\x1b[0m");
   physical.push_back("gpu3:30:31 [1] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>");
+  physical.push_back("\x1b[33mgpu4:40:41 [2] NCCL INFO Using network Socket\x1b[0m");
+  physical.push_back("gpu5:50:51 [3] NCCL INFO Using network Socket");
   CheckBlocks("ansi", physical);
   Analyzer a;
   std::string text;
@@ -96,7 +99,7 @@ TEST(AnalyzerFeedLinesTest, AnsiCodesOutsideTheBlockAreStillRemoved) {
   std::vector<std::string> hosts;
   for (const Process& p : r.processes) hosts.push_back(p.host);
   std::sort(hosts.begin(), hosts.end());
-  EXPECT_EQ(hosts, (std::vector<std::string>{"gpu1", "gpu2", "gpu3"}));
+  EXPECT_EQ(hosts, (std::vector<std::string>{"gpu1", "gpu2", "gpu3", "gpu4", "gpu5"}));
 }
 
 }  // namespace
