@@ -36,6 +36,12 @@ struct Ctx {
   std::string_view line;  // cleaned physical line, used as evidence text
 };
 
+// Assigns only when the value changes: most of these lines repeat for every rank and channel,
+// and a compare is cheaper than a copy.
+void Set(std::string* dst, std::string_view v) {
+  if (!internal::Eq(*dst, v)) dst->assign(v);
+}
+
 void SetEv(Ev* ev, const Ctx& c) {
   if (ev->set()) return;
   ev->source = c.source;
@@ -70,7 +76,8 @@ void AddTransport(CommState* comm, std::string_view a, std::string_view b = {},
   for (auto& [key, count] : comm->transports) {
     std::string_view k = key;
     if (k.size() == a.size() + b.size() + c.size() && StartsWith(k, a) &&
-        k.substr(a.size(), b.size()) == b && k.substr(a.size() + b.size()) == c) {
+        internal::Eq(k.substr(a.size(), b.size()), b) &&
+        internal::Eq(k.substr(a.size() + b.size()), c)) {
       ++count;
       return;
     }
@@ -135,16 +142,23 @@ void HandleChannel(ProcState* p, std::string_view m, const Ctx& c) {
 }
 
 CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
-  for (auto& comm : p->comms) {
-    if (comm->ptr == ptr) return comm.get();
+  const uint64_t hash = internal::HashBytes(ptr.substr(0, 32));
+  if (p->comm_hashes.size() != p->comms.size()) {
+    p->comm_hashes.clear();
+    for (const auto& comm : p->comms) p->comm_hashes.push_back(comm->ptr_hash);
+  }
+  for (size_t i = 0; i < p->comm_hashes.size(); ++i) {
+    if (p->comm_hashes[i] == hash && internal::Eq(p->comms[i]->ptr, ptr)) return p->comms[i].get();
   }
   if (p->comms.size() >= st->options.max_comms_per_process && !p->comms.empty()) {
     if (p->current == p->comms.front().get()) p->current = nullptr;
     p->comms.erase(p->comms.begin());
+    p->comm_hashes.erase(p->comm_hashes.begin());
     ++st->counters.evicted_comms;
   }
   auto comm = std::make_unique<CommState>();
   comm->ptr.assign(ptr.substr(0, 32));
+  comm->ptr_hash = hash;
   // Channel lines printed before the comm line (NCCL <= 2.17 prints "Init COMPLETE" last).
   if (!p->pending.transports.empty()) {
     comm->transports = std::move(p->pending.transports);
@@ -154,7 +168,51 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
     p->pending = CommState();
   }
   p->comms.push_back(std::move(comm));
+  p->comm_hashes.push_back(hash);
   return p->comms.back().get();
+}
+
+// The keys of communicator lines whose value (the next token) HandleComm keeps. Classified once
+// per token, by length first, so the token loop does not compare every token with every key.
+enum class CommKey {
+  kOther,
+  kComm,
+  kRank,
+  kNranks,
+  kNnodes,
+  kCudaDev,
+  kBusId,
+  kCommId,
+  kAbort,
+  kInit
+};
+
+CommKey ClassifyCommKey(std::string_view t) {
+  using internal::Eq;
+  // Values (ranks, counts, pointers, ids) start with a digit; no key does.
+  if (t.empty() || IsDigitChar(t[0])) return CommKey::kOther;
+  switch (t.size()) {
+    case 1:
+      return t[0] == '-' ? CommKey::kInit : CommKey::kOther;
+    case 4:
+      if (Eq(t, "comm")) return CommKey::kComm;
+      if (Eq(t, "rank")) return CommKey::kRank;
+      if (Eq(t, "Init")) return CommKey::kInit;
+      return CommKey::kOther;
+    case 5:
+      if (Eq(t, "busId")) return CommKey::kBusId;
+      if (Eq(t, "Abort")) return CommKey::kAbort;
+      return CommKey::kOther;
+    case 6:
+      if (Eq(t, "nranks") || Eq(t, "nRanks")) return CommKey::kNranks;
+      if (Eq(t, "nNodes")) return CommKey::kNnodes;
+      if (Eq(t, "commId")) return CommKey::kCommId;
+      return CommKey::kOther;
+    case 7:
+      return Eq(t, "cudaDev") ? CommKey::kCudaDev : CommKey::kOther;
+    default:
+      return CommKey::kOther;
+  }
 }
 
 // Every communicator line format from 2.2 to 2.30 is "key value" pairs plus a status:
@@ -165,35 +223,35 @@ void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
   int rank = -1, nranks = -1, nnodes = -1, cuda_dev = -1;
   bool start = false, complete = false, abort = false, seen_comm = false;
   size_t pos = 0;
-  std::string_view prev;
+  CommKey prev = CommKey::kOther;
   for (int guard = 0; guard < 64; ++guard) {
     std::string_view tok = internal::NextToken(m, &pos);
     if (tok.empty()) break;
-    if (prev == "comm" && !seen_comm) {
+    if (prev == CommKey::kComm && !seen_comm) {
       ptr = tok;
       seen_comm = true;
-    } else if (prev == "rank" && rank < 0) {
+    } else if (prev == CommKey::kRank && rank < 0) {
       rank = ParseInt(tok);
-    } else if (prev == "nranks" || prev == "nRanks") {
+    } else if (prev == CommKey::kNranks) {
       nranks = ParseInt(tok);
-    } else if (prev == "nNodes") {
+    } else if (prev == CommKey::kNnodes) {
       nnodes = ParseInt(tok);
-    } else if (prev == "cudaDev") {
+    } else if (prev == CommKey::kCudaDev) {
       cuda_dev = ParseInt(tok);
-    } else if (prev == "busId") {
+    } else if (prev == CommKey::kBusId) {
       bus_id = tok;
-    } else if (prev == "commId") {
+    } else if (prev == CommKey::kCommId) {
       comm_id = tok;
-    } else if (tok == "START" || StartsWith(tok, "START")) {
+    } else if (StartsWith(tok, "START")) {
       start = true;
-    } else if (tok == "COMPLETE" || StartsWith(tok, "COMPLETE")) {
-      if (prev == "Abort") {
+    } else if (StartsWith(tok, "COMPLETE")) {
+      if (prev == CommKey::kAbort) {
         abort = true;
-      } else if (prev == "Init" || prev == "-") {
+      } else if (prev == CommKey::kInit) {
         complete = true;
       }
     }
-    prev = tok;
+    prev = ClassifyCommKey(tok);
   }
   if (rank < 0 && nranks < 0) return;
   std::string key_buf;
@@ -206,8 +264,8 @@ void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
   if (nranks >= 0) comm->nranks = nranks;
   if (nnodes >= 0) comm->nnodes = nnodes;
   if (cuda_dev >= 0) comm->cuda_dev = cuda_dev;
-  if (!bus_id.empty()) comm->bus_id.assign(bus_id.substr(0, 24));
-  if (!comm_id.empty()) comm->comm_id.assign(comm_id.substr(0, 24));
+  if (!bus_id.empty()) Set(&comm->bus_id, bus_id.substr(0, 24));
+  if (!comm_id.empty()) Set(&comm->comm_id, comm_id.substr(0, 24));
   if (abort) {
     comm->aborted = true;
     Count(&p->aborts, c);
@@ -230,7 +288,7 @@ void HandlePlugin(ProcState* p, std::string_view m, const Ctx& c) {
     size_t v = name.rfind(" (v");
     if (v != std::string_view::npos) name = name.substr(0, v);
     p->plugin_loaded = true;
-    p->plugin_name.assign(name.substr(0, 64));
+    Set(&p->plugin_name, name.substr(0, 64));
     SetEv(&p->ev_plugin, c);
   } else if (Contains(m, "Failed to find ncclNetPlugin")) {
     p->plugin_abi_mismatch = true;
@@ -261,7 +319,7 @@ void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
     }
     if (size_t at = FindIn(rest, "GDR disabled on GDR-supported instance type ");
         at != std::string_view::npos) {
-      p->instance_type.assign(Trim(rest.substr(at + 44)).substr(0, 32));
+      Set(&p->instance_type, Trim(rest.substr(at + 44)).substr(0, 32));
       Count(&p->gdr_off, c);
     }
     return;
@@ -276,10 +334,10 @@ void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
              StartsWith(rest, "Selected provider is ")) {
     std::string_view v = rest.substr(21);
     size_t end = v.find_first_of(" ,");
-    p->provider.assign(v.substr(0, std::min<size_t>(end, 32)));
+    Set(&p->provider, v.substr(0, std::min<size_t>(end, 32)));
     if (size_t f = FindIn(v, "fabric is "); f != std::string_view::npos) {
       std::string_view fab = v.substr(f + 10);
-      p->fabric.assign(fab.substr(0, std::min<size_t>(fab.find(' '), 32)));
+      Set(&p->fabric, fab.substr(0, std::min<size_t>(fab.find(' '), 32)));
     }
     if (size_t n = FindIn(v, "(found "); n != std::string_view::npos) {
       p->nics = ParseInt(v.substr(n + 7));
@@ -287,7 +345,7 @@ void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
     SetEv(&p->ev_provider, c);
   } else if (StartsWith(rest, "Running on ")) {
     std::string_view v = rest.substr(11);
-    p->instance_type.assign(v.substr(0, std::min<size_t>(v.find(' '), 32)));
+    Set(&p->instance_type, v.substr(0, std::min<size_t>(v.find(' '), 32)));
   } else if (StartsWith(rest, "No eligible providers were found")) {
     p->plugin_init_failed = true;
     Count(&p->plugin_failures, c);
@@ -326,6 +384,8 @@ void HandleEnvEcho(ProcState* p, std::string_view m, const Ctx& c) {
 }
 
 void HandleBootstrap(ProcState* p, std::string_view list, const Ctx& c) {
+  // Both already set: parsing the list again cannot change anything.
+  if (!p->boot_if.empty() && p->ev_bootstrap.set()) return;
   auto items = internal::ParseIfList(list, 16);
   if (items.empty()) return;
   if (p->boot_if.empty()) {
@@ -387,11 +447,11 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       return;
     case 'U':
       if (StartsWith(m, "Using network ")) {
-        p->network.assign(Trim(m.substr(14)).substr(0, 64));
+        Set(&p->network, Trim(m.substr(14)).substr(0, 64));
         SetEv(&p->ev_network, c);
       } else if (StartsWith(m, "Using internal Network ") ||
                  StartsWith(m, "Using external Network ")) {
-        p->network.assign(Trim(m.substr(23)).substr(0, 64));
+        Set(&p->network, Trim(m.substr(23)).substr(0, 64));
         SetEv(&p->ev_network, c);
       }
       return;
@@ -399,7 +459,7 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       if (StartsWith(m, "Assigned NET plugin ")) {
         std::string_view v = m.substr(20);
         size_t e = v.find(" to comm");
-        p->network.assign(v.substr(0, std::min<size_t>(e, 64)));
+        Set(&p->network, v.substr(0, std::min<size_t>(e, 64)));
         SetEv(&p->ev_network, c);
       }
       return;
@@ -419,7 +479,7 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       if (StartsWith(m, "P2P plugin IB") || StartsWith(m, "Plugin Path : ")) {
         p->ibext_seen = true;
         p->plugin_loaded = true;
-        if (StartsWith(m, "P2P plugin ")) p->plugin_name.assign(Trim(m.substr(11)).substr(0, 32));
+        if (StartsWith(m, "P2P plugin ")) Set(&p->plugin_name, Trim(m.substr(11)).substr(0, 32));
         SetEv(&p->ev_plugin, c);
       }
       return;
@@ -435,7 +495,7 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
         std::string_view v = Trim(m.substr(23));
         if (v != "IB" && v != "Socket") {
           p->plugin_loaded = true;
-          p->plugin_name.assign(v.substr(0, 64));
+          Set(&p->plugin_name, v.substr(0, 64));
         }
       }
       return;
@@ -446,7 +506,7 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
           p->ib_no_device = true;
         } else if (v != "Socket") {
           p->plugin_init_failed = true;
-          p->failed_plugin.assign(v.substr(0, 64));
+          Set(&p->failed_plugin, v.substr(0, 64));
           Count(&p->plugin_failures, c);
         }
       }
@@ -457,7 +517,7 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
         if (StartsWith(v, "network ")) v.remove_prefix(8);
         if (StartsWith(v, "plugin ")) v.remove_prefix(7);
         p->plugin_loaded = true;
-        p->plugin_name.assign(Trim(v).substr(0, 64));
+        Set(&p->plugin_name, Trim(v).substr(0, 64));
         SetEv(&p->ev_plugin, c);
       }
       return;
@@ -467,8 +527,8 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
         std::string_view tok = m.substr(13);
         tok = tok.substr(0, std::min<size_t>(tok.find(' '), 64));
         SplitVersion(tok, &v, &cuda);
-        p->version.assign(v);
-        p->cuda.assign(cuda);
+        Set(&p->version, v);
+        Set(&p->cuda, cuda);
       } else if (StartsWith(m, "NCCL_")) {
         HandleEnvEcho(p, m, c);
       } else if (StartsWith(m, "NET/OFI ")) {
@@ -488,8 +548,10 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       } else if (StartsWith(m, "NET/Socket : Using")) {
         p->socket_using = true;
         SetEv(&p->ev_socket_using, c);
-        for (const auto& item : internal::ParseIfList(m.substr(18), 16)) {
-          if (internal::IsLoopback(item.iface, item.addr)) p->socket_lists_loopback = true;
+        if (!p->socket_lists_loopback) {
+          for (const auto& item : internal::ParseIfList(m.substr(18), 16)) {
+            if (internal::IsLoopback(item.iface, item.addr)) p->socket_lists_loopback = true;
+          }
         }
       } else if (StartsWith(m, "NET : Using interface ")) {
         // NCCL 2.3: one line per socket interface; the first one carries the bootstrap.
@@ -546,12 +608,12 @@ ProcState* GetProc(State* st, const Record& r, uint32_t source) {
     unattributed = "?" + std::to_string(source);
     key = unattributed;
   }
-  if (st->last_proc != nullptr && st->last_key == key) return st->last_proc;
+  if (st->last_proc != nullptr && internal::Eq(st->last_key, key)) return st->last_proc;
   // Interleaved ranks defeat the last-process cache; a small table indexed by pid avoids most
   // hash lookups.
   internal::PidSlot& slot = st->pid_cache[r.pid % st->pid_cache.size()];
   if (!r.proc_key.empty() && slot.proc != nullptr && slot.proc->pid == r.pid &&
-      slot.proc->host == r.host) {
+      internal::Eq(slot.proc->host, r.host)) {
     return slot.proc;
   }
   auto it = st->procs.find(absl::string_view(key.data(), key.size()));
@@ -689,8 +751,11 @@ void HandleOther(State* st, SourceState* ss, std::string_view line, const Ctx& c
   if (Contains(line, "FI_")) ScanAssignments(ss, line, "FI_", c);
 }
 
-void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view text) {
-  std::string_view line = CleanLine(text, &st->scratch);
+// `may_hold_ansi` false: the caller knows the text holds no ESC byte (FeedLines checked the
+// whole block at once).
+void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view text,
+                 bool may_hold_ansi) {
+  std::string_view line = CleanLine(text, &st->scratch, may_hold_ansi);
   if (line.empty()) return;
   Ctx c{st, source, line_no, line};
   size_t n = FindRecords(line, &st->records);
@@ -720,7 +785,11 @@ void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view 
 }
 
 uint32_t SourceIndex(State* st, std::string_view name) {
-  if (st->have_last_source && st->last_source_name == name) return st->last_source;
+  // Every line names its source: memcmp beats a byte loop on path-length strings.
+  if (st->have_last_source && st->last_source_name.size() == name.size() &&
+      memcmp(st->last_source_name.data(), name.data(), name.size()) == 0) {
+    return st->last_source;
+  }
   auto it = st->source_index.find(absl::string_view(name.data(), name.size()));
   uint32_t idx;
   if (it != st->source_index.end()) {
@@ -767,14 +836,17 @@ const Counters& Analyzer::counters() const { return state_->counters; }
 
 const AnalyzerOptions& Analyzer::options() const { return state_->options; }
 
-void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view raw_line) {
-  State* st = state_.get();
+namespace {
+
+// Feed() for a source already looked up. `raw_has_esc` false: the caller checked that the
+// raw line holds no ESC byte.
+void FeedLine(State* st, uint32_t source_idx, uint64_t line_no, std::string_view raw_line,
+              bool raw_has_esc) {
   ++st->counters.lines;
   if (raw_line.size() > st->options.max_line_bytes) {
     raw_line = raw_line.substr(0, st->options.max_line_bytes);
     ++st->counters.truncated_lines;
   }
-  uint32_t source_idx = SourceIndex(st, source);
   SourceState* ss = st->sources[source_idx].get();
   Envelope env = st->options.envelope;
   CriRecord cri;
@@ -810,7 +882,44 @@ void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view 
     text = ss->joiner->Complete(piece, &truncated);
     if (truncated) ++st->counters.truncated_lines;
   }
-  ProcessText(st, source_idx, line_no, text);
+  // Text decoded from JSON or joined from earlier pieces is not part of the checked line.
+  bool in_raw = text.data() >= raw_line.data() &&
+                text.data() + text.size() <= raw_line.data() + raw_line.size();
+  ProcessText(st, source_idx, line_no, text, raw_has_esc || !in_raw);
+}
+
+}  // namespace
+
+void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view raw_line) {
+  State* st = state_.get();
+  FeedLine(st, SourceIndex(st, source), line_no, raw_line, true);
+}
+
+uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
+                             std::string_view data) {
+  if (data.empty()) return 0;
+  State* st = state_.get();
+  const uint32_t source_idx = SourceIndex(st, source);
+  // The ESC bytes of the block are found by one forward scan instead of a memchr per line in
+  // CleanLine: `next_esc` is the first one at or after the current line (size() when none).
+  auto find_esc = [&](size_t from) {
+    const void* e = memchr(data.data() + from, '\x1b', data.size() - from);
+    return e == nullptr ? data.size()
+                        : static_cast<size_t>(static_cast<const char*>(e) - data.data());
+  };
+  size_t next_esc = find_esc(0);
+  uint64_t n = 0;
+  size_t start = 0;
+  while (start < data.size()) {
+    const void* nl = memchr(data.data() + start, '\n', data.size() - start);
+    size_t end = nl == nullptr ? data.size()
+                               : static_cast<size_t>(static_cast<const char*>(nl) - data.data());
+    if (next_esc < start) next_esc = find_esc(start);
+    FeedLine(st, source_idx, first_line_no + n, data.substr(start, end - start), next_esc < end);
+    ++n;
+    start = end + 1;
+  }
+  return n;
 }
 
 }  // namespace efawatch::nccl

@@ -103,7 +103,6 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
   Latest(&a->fabric, std::move(b.fabric));
   if (b.nics >= 0) a->nics = b.nics;
   Latest(&a->instance_type, std::move(b.instance_type));
-  a->hmem_needs_rdma |= b.hmem_needs_rdma;
   if (a->boot_if.empty()) {
     a->boot_if = std::move(b.boot_if);
     a->boot_addr = std::move(b.boot_addr);
@@ -153,6 +152,7 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
     }
     if (original == b_current) mapped_current = target;
   }
+  a->comm_hashes.clear();  // comms changed: FindOrAddComm rebuilds it
   if (!b.comms.empty()) a->current = mapped_current;
   if (!b.pending.transports.empty()) AddChannels(&a->pending, std::move(b.pending));
   AddTally(&a->warns, std::move(b.warns));

@@ -312,14 +312,13 @@ const Ev& FirstSet(std::initializer_list<const Ev*> evs) {
 }
 
 // NCCL_IB_DISABLE=1 / NCCL_NET=Socket anywhere in the scope: the job asked for sockets.
-bool Deliberate(const State& st, const Scope& s) {
+bool Deliberate(const Scope& s) {
   for (const Derived* d : s.procs) {
     if (d->p->ev_ib_disable.set()) return true;
   }
   for (const SourceState* ss : s.sources) {
     if (ss->ev_launcher_ib_disable.set()) return true;
   }
-  (void)st;
   return false;
 }
 
@@ -353,7 +352,7 @@ void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder*
   const SourceState& ss = *st.sources[p.source];
   // TCP fallback: the data path is TCP and traffic crosses nodes (or NET channels use it).
   if (d.tcp && (s.multi || (d.socket_channels && !s.proven_single))) {
-    bool deliberate = Deliberate(st, s);
+    bool deliberate = Deliberate(s);
     std::string what = d.family == "OFI" ? "aws-ofi-nccl runs on the libfabric '" + d.provider +
                                                "' provider (TCP/UDP), not EFA"
                                          : "inter-node traffic uses NCCL's Socket transport (TCP)";
@@ -385,7 +384,8 @@ void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder*
                 : !p.plugin_name.empty() ? p.plugin_name
                 : p.ofi_seen             ? std::string("aws-ofi-nccl")
                                          : std::string("(unnamed)")) +
-               " failed to initialize; NCCL falls back to an internal transport",
+               " failed to initialize; NCCL falls back to an internal transport" +
+               (ss.ev_efa_empty.set() ? " (libfabric lists no EFA device)" : ""),
            p.plugin_failures.count, p.plugin_failures.first);
   } else if (!external_loaded && (p.plugin_abi_mismatch || p.plugin_not_found)) {
     bool harmful = d.tcp && s.multi;
@@ -423,8 +423,7 @@ void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder*
               "socket connections between ranks failed or were closed", p.connect_failures);
 }
 
-void SourceFindings(const State& st, const SourceState& ss, Builder* b) {
-  (void)st;
+void SourceFindings(const SourceState& ss, Builder* b) {
   if (ss.ev_launcher_ifname.set()) {
     b->Add(kLoopbackMisuse, Severity::kWarning, nullptr,
            "the launcher sets NCCL_SOCKET_IFNAME to the loopback interface", 1,
@@ -533,7 +532,7 @@ Report Analyzer::Snapshot() const {
 
   Builder b{st, &report.findings};
   for (Derived& d : derived) ProcessFindings(st, scopes[d.scope], d, &b);
-  for (const auto& ss : st.sources) SourceFindings(st, *ss, &b);
+  for (const auto& ss : st.sources) SourceFindings(*ss, &b);
 
   for (const Derived& d : derived) {
     const ProcState& p = *d.p;

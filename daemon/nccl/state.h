@@ -32,11 +32,10 @@ struct Tally {
   Ev first;
 };
 
-enum class Tri : uint8_t { kUnknown, kYes, kNo };
-
 struct CommState {
-  std::string ptr;      // "0x55f9..." as printed
-  std::string comm_id;  // "0x795b..." (2.16+)
+  std::string ptr;        // "0x55f9..." as printed
+  uint64_t ptr_hash = 0;  // HashBytes(ptr), compared before ptr
+  std::string comm_id;    // "0x795b..." (2.16+)
   int rank = -1;
   int nranks = -1;
   int nnodes = -1;
@@ -82,7 +81,6 @@ struct ProcState {
   std::string fabric;
   int nics = -1;
   std::string instance_type;
-  bool hmem_needs_rdma = false;  // libfabric: the EFA device cannot do RDMA (no GDR possible)
 
   // Bootstrap.
   std::string boot_if;
@@ -96,6 +94,9 @@ struct ProcState {
   std::vector<std::pair<std::string, std::string>> settings;
 
   std::vector<std::unique_ptr<CommState>> comms;
+  // comms[i]->ptr_hash, side by side so a lookup does not visit every CommState. Rebuilt by
+  // the lookup when its size differs from comms (merge.cc clears it after changing comms).
+  std::vector<uint64_t> comm_hashes;
   CommState* current = nullptr;
   CommState pending;  // channel lines seen before the comm that owns them is printed
 

@@ -2,6 +2,7 @@
 
 // Internal to efawatch_nccl: small string_view helpers shared by the analyzer's .cc files.
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -20,8 +21,61 @@ inline bool SameBytes(const char* a, const char* b, size_t n) {
   return true;
 }
 
+// Equality. Up to 32 bytes (host names, process keys, pointers, keywords) by overlapping word
+// loads, no call and no loop; longer operands by memcmp.
+inline bool Eq(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char* x = a.data();
+  const char* y = b.data();
+  if (n > 32) return memcmp(x, y, n) == 0;
+  if (n > 16) {
+    return Eq({x, 16}, {y, 16}) && Eq({x + n - 16, 16}, {y + n - 16, 16});
+  }
+  if (n >= 8) {
+    uint64_t x0, y0, x1, y1;
+    memcpy(&x0, x, 8);
+    memcpy(&y0, y, 8);
+    memcpy(&x1, x + n - 8, 8);
+    memcpy(&y1, y + n - 8, 8);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  if (n >= 4) {
+    uint32_t x0, y0, x1, y1;
+    memcpy(&x0, x, 4);
+    memcpy(&y0, y, 4);
+    memcpy(&x1, x + n - 4, 4);
+    memcpy(&y1, y + n - 4, 4);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  return SameBytes(x, y, n);
+}
+
+// FNV-1a (http://www.isthe.com/chongo/tech/comp/fnv/): a cheap first test before comparing
+// short keys such as communicator pointers.
+inline uint64_t HashBytes(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 inline bool StartsWith(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && SameBytes(s.data(), p.data(), p.size());
+}
+
+// Overloads for string literals: with the length a constant, the compiler turns memcmp into a
+// few integer compares (no call, no byte loop). Most keyword tests in the handlers are these.
+template <size_t N>
+inline bool StartsWith(std::string_view s, const char (&p)[N]) {
+  return s.size() >= N - 1 && memcmp(s.data(), p, N - 1) == 0;
+}
+
+template <size_t N>
+inline bool Eq(std::string_view a, const char (&b)[N]) {
+  return a.size() == N - 1 && memcmp(a.data(), b, N - 1) == 0;
 }
 
 // Substring search: memchr (SIMD in glibc) on the needle's first non-space byte, then a compare.
@@ -81,12 +135,36 @@ inline std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// Index of the first ' ' or '\t' at or after `i`, or s.size(). Eight bytes per step (the
+// "has zero byte" test of https://graphics.stanford.edu/~seander/bithacks.html#ZeroInWord):
+// tokens are short, so this mostly costs one step per token instead of a loop per byte. The
+// test can flag bytes after the first match, never before it, so the lowest flag is exact on
+// a little-endian machine.
+inline size_t FindBlank(std::string_view s, size_t i) {
+  const size_t n = s.size();
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr uint64_t kOnes = 0x0101010101010101ull;
+    constexpr uint64_t kHigh = 0x8080808080808080ull;
+    while (i + 8 <= n) {
+      uint64_t w;
+      memcpy(&w, s.data() + i, 8);
+      const uint64_t sp = w ^ (kOnes * ' ');
+      const uint64_t tab = w ^ (kOnes * '\t');
+      const uint64_t hit = (((sp - kOnes) & ~sp) | ((tab - kOnes) & ~tab)) & kHigh;
+      if (hit != 0) return i + static_cast<size_t>(__builtin_ctzll(hit) >> 3);
+      i += 8;
+    }
+  }
+  while (i < n && s[i] != ' ' && s[i] != '\t') ++i;
+  return i;
+}
+
 // The next whitespace-separated token at or after `*pos`; advances `*pos`.
 inline std::string_view NextToken(std::string_view s, size_t* pos) {
   size_t i = *pos;
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
   size_t b = i;
-  while (i < s.size() && s[i] != ' ' && s[i] != '\t') ++i;
+  i = FindBlank(s, i);
   *pos = i;
   return s.substr(b, i - b);
 }

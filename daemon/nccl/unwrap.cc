@@ -237,8 +237,8 @@ bool ParseDockerJson(std::string_view line, std::string* text, bool* partial) {
   return false;  // no closing quote
 }
 
-std::string_view CleanLine(std::string_view line, std::string* scratch) {
-  if (!line.empty() && memchr(line.data(), '\x1b', line.size()) != nullptr) {
+std::string_view CleanLine(std::string_view line, std::string* scratch, bool may_hold_ansi) {
+  if (may_hold_ansi && !line.empty() && memchr(line.data(), '\x1b', line.size()) != nullptr) {
     RemoveAnsi(line, scratch);
     line = *scratch;
   }

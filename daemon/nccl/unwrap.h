@@ -42,7 +42,9 @@ size_t TimestampLength(std::string_view s);
 // "[1,0]<stdout>:", Ray "(RayTrainWorker pid=1, ip=...)", k9s frames). Wrappers in the middle of
 // the line are left to the record scanner, which finds records anywhere. Uses `scratch` only
 // when bytes must be removed from the middle (ANSI codes).
-std::string_view CleanLine(std::string_view line, std::string* scratch);
+// `may_hold_ansi` false skips the search for ANSI codes, for callers that checked a whole block
+// for ESC bytes at once.
+std::string_view CleanLine(std::string_view line, std::string* scratch, bool may_hold_ansi = true);
 
 // Joins the pieces of a record split by the runtime ("P" records, docker lines without "\n").
 // Bounded: text beyond `max_bytes` is dropped and reported as truncated.

@@ -1,6 +1,7 @@
 // libFuzzer entry point: arbitrary bytes are split into lines and fed to an Analyzer with small
 // bounds (so eviction and truncation paths run), then the report is built and rendered.
-// The first byte picks the envelope and the bounds; seeds are tests/fixtures/nccl/*.log.
+// The first byte picks the envelope and the bounds; seeds are tests/fixtures/nccl/*.log. The
+// input is also cut in two and merged, and fed as blocks (FeedLines), which must change nothing.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -51,5 +52,46 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Report report = analyzer.Snapshot();
   std::string out = ReportToJson(report).dump();
   (void)out;
+
+  // The same input cut in two and merged (what `efawatch analyze` does on several cores).
+  size_t cut = size > 1 ? (static_cast<size_t>(data[1]) * input.size()) / 256 : 0;
+  cut = input.find('\n', cut);
+  if (cut != std::string_view::npos) {
+    Analyzer first(options), second(options);
+    uint64_t n1 = 0, n2 = 0;
+    for (std::string_view part : {input.substr(0, cut), input.substr(cut + 1)}) {
+      Analyzer& a = n1 == 0 && part.data() == input.data() ? first : second;
+      uint64_t& n = &a == &first ? n1 : n2;
+      size_t b = 0;
+      while (b <= part.size()) {
+        size_t e = part.find('\n', b);
+        if (e == std::string_view::npos) e = part.size();
+        a.Feed("a.log", ++n, part.substr(b, e - b));
+        b = e + 1;
+      }
+    }
+    first.Merge(std::move(second), n1);
+    out = ReportToJson(first.Snapshot()).dump();
+  }
+
+  // FeedLines (the CLI's path) must give what Feed gives line by line, wherever the blocks
+  // are cut.
+  {
+    Analyzer per_line(options), blocks(options);
+    uint64_t n = 0;
+    for (size_t b = 0; b < input.size();) {
+      size_t e = input.find('\n', b);
+      if (e == std::string_view::npos) e = input.size();
+      per_line.Feed("a.log", ++n, input.substr(b, e - b));
+      b = e + 1;
+    }
+    size_t k = cut == std::string_view::npos ? input.size() : cut + 1;
+    uint64_t m = blocks.FeedLines("a.log", 1, input.substr(0, k));
+    m += blocks.FeedLines("a.log", m + 1, input.substr(k));
+    if (m != n ||
+        ReportToJson(per_line.Snapshot()).dump() != ReportToJson(blocks.Snapshot()).dump()) {
+      __builtin_trap();
+    }
+  }
   return 0;
 }
