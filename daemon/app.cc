@@ -113,16 +113,18 @@ absl::Status App::Start() {
   fabric::FabricServiceOptions fopts;
   fopts.responder = config_.fabric_responder;
   fopts.on_probe_done = [this] { PublishFabricFindings(); };
-  // Without --fabric-interface, EFA providers are tried first on any device; the others (tcp,
-  // sockets) are pinned to loopback, so an agent never exposes an unauthenticated fabric
-  // endpoint on the network unless told to (the DaemonSet names the pod's interface).
+  // Without --fabric-interface, EFA (and shm, which never leaves the host) are tried on any
+  // device; IP providers (tcp, sockets) are pinned to loopback, so an agent never exposes an
+  // unauthenticated fabric endpoint on the network unless told to (the DaemonSet names the
+  // pod's interface).
   std::vector<std::pair<std::vector<std::string>, std::string>> attempts;
   if (!config_.fabric_interface.empty()) {
     attempts.push_back({config_.fabric_providers, config_.fabric_interface});
   } else {
     std::vector<std::string> rdma, others;
-    for (const auto& p : config_.fabric_providers)
-      (p.starts_with("efa") ? rdma : others).push_back(p);
+    for (const auto& p : config_.fabric_providers) {
+      (p.starts_with("efa") || p == "shm" ? rdma : others).push_back(p);
+    }
     if (!rdma.empty()) attempts.push_back({rdma, ""});
     if (!others.empty()) attempts.push_back({others, "lo"});
   }

@@ -26,7 +26,7 @@ EfaMonitor::~EfaMonitor() {
 }
 
 void EfaMonitor::Start() {
-  thread_ = std::jthread([this](std::stop_token stop) {
+  thread_ = std::jthread([this](const std::stop_token& stop) {
     std::mutex mu;
     std::condition_variable_any cv;
     while (!stop.stop_requested()) {

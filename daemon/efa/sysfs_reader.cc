@@ -30,7 +30,7 @@ std::optional<std::string> ReadLine(const fs::path& p) {
   return std::string(v.substr(0, v.find('\n')));
 }
 
-std::string ReadOr(const fs::path& p, std::string fallback = "") {
+std::string ReadOr(const fs::path& p, const std::string& fallback = "") {
   auto v = ReadLine(p);
   return v ? *v : fallback;
 }

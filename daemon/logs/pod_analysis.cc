@@ -34,9 +34,9 @@ common::Labels PodLabels(const LogSource& s) {
 
 }  // namespace
 
-PodAnalysis::PodAnalysis(PodAnalysisOptions options, const common::Clock& clock,
+PodAnalysis::PodAnalysis(const PodAnalysisOptions& options, const common::Clock& clock,
                          common::FindingsBoard* board, const TailerCounters* tailer)
-    : options_(std::move(options)), clock_(clock), board_(board), tailer_(tailer) {}
+    : options_(options), clock_(clock), board_(board), tailer_(tailer) {}
 
 PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
   // Lines arrive in runs from one file: the tailer's LogSource object is stable while the file

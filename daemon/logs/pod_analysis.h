@@ -49,8 +49,8 @@ struct ContainerVerdict {
 /// they share only the verdict table, under a mutex.
 class PodAnalysis final : public LineSink, public common::Collector {
  public:
-  PodAnalysis(PodAnalysisOptions options, const common::Clock& clock, common::FindingsBoard* board,
-              const TailerCounters* tailer);
+  PodAnalysis(const PodAnalysisOptions& options, const common::Clock& clock,
+              common::FindingsBoard* board, const TailerCounters* tailer);
 
   void OnLine(const LogSource& source, uint64_t line_no, std::string_view line) override;
   void OnSourceGone(const LogSource& source) override;

@@ -68,7 +68,7 @@ absl::Status Tailer::Start() {
   if (inotify_fd_ < 0)
     spdlog::warn("inotify unavailable; polling pod logs every {} ms",
                  options_.poll_interval.count());
-  thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
+  thread_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
   return absl::OkStatus();
 }
 
@@ -85,7 +85,7 @@ void Tailer::Stop() {
   }
 }
 
-void Tailer::Run(std::stop_token stop) {
+void Tailer::Run(const std::stop_token& stop) {
   bool scan = true;
   auto next_scan = clock_.Now();
   // At least one pass, even when stopped at once: a restart must catch up before it checkpoints.

@@ -86,7 +86,7 @@ class Tailer {
 
  private:
   struct Tracked;
-  void Run(std::stop_token stop);
+  void Run(const std::stop_token& stop);
   void Pass(bool scan);
   void Scan();
   void ReadFile(Tracked& t, bool to_eof);

@@ -193,7 +193,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
   WatchReactor(common::FindingsBoard& board, v1::Severity min_severity)
       : board_(board), min_severity_(min_severity) {
     OnSnapshot(board_.Snapshot());
-    subscription_ = board_.Subscribe([this](auto snap) { OnSnapshot(std::move(snap)); });
+    subscription_ = board_.Subscribe([this](const auto& snap) { OnSnapshot(snap); });
   }
 
   void OnWriteDone(bool ok) override {
@@ -218,7 +218,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
  private:
   using Key = std::pair<std::string, std::string>;  // kind, subject
 
-  void OnSnapshot(std::shared_ptr<const std::vector<common::Finding>> snap) {
+  void OnSnapshot(const std::shared_ptr<const std::vector<common::Finding>>& snap) {
     {
       std::lock_guard lock(mu_);
       if (finished_) return;

@@ -118,6 +118,11 @@ void WriteFile(const std::string& path, const std::string& content) {
   out << content;
 }
 
+std::string SourceDir() {
+  const char* dir = std::getenv("EFAWATCH_SOURCE_DIR");
+  return dir != nullptr ? dir : ".";
+}
+
 std::string BinaryPath(const std::string& name) {
   const char* dir = std::getenv("EFAWATCH_BINARY_DIR");
   return std::string(dir != nullptr ? dir : ".") + "/" + name;

@@ -53,6 +53,9 @@ class TempDir {
 std::string ReadFileOrEmpty(const std::string& path);
 void WriteFile(const std::string& path, const std::string& content);
 
+/// The source tree (EFAWATCH_SOURCE_DIR, set by ctest), or "." when unset.
+std::string SourceDir();
+
 /// Path of a built executable (bin/efawatchd ...), from EFAWATCH_BINARY_DIR.
 std::string BinaryPath(const std::string& name);
 

@@ -19,9 +19,7 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string FixtureDir() {
-  return std::string(std::getenv("EFAWATCH_SOURCE_DIR")) + "/tests/fixtures/sysfs/";
-}
+std::string FixtureDir() { return testing::SourceDir() + "/tests/fixtures/sysfs/"; }
 
 // A private, writable copy of a fixture tree.
 class Tree {

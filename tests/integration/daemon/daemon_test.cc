@@ -278,8 +278,7 @@ namespace {
 
 // `efawatchd --sysfs-root <p5 fixture>` serves every line of the component test's golden scrape.
 TEST(DaemonTest, ServesEveryEfaCounterOfTheP5Fixture) {
-  const std::string fixture =
-      std::string(std::getenv("EFAWATCH_SOURCE_DIR")) + "/tests/fixtures/sysfs/p5.48xlarge";
+  const std::string fixture = testing::SourceDir() + "/tests/fixtures/sysfs/p5.48xlarge";
   TempDir dir;
   Agent agent(dir, {"--sysfs-root=" + fixture + "/sys", "--procfs-root=" + fixture + "/proc",
                     "--instance-type=p5.48xlarge"});
@@ -309,8 +308,7 @@ namespace {
 TEST(DaemonTest, WatchFindingsStreamsEfaFindingsRaisedAndCleared) {
   namespace fs = std::filesystem;
   TempDir dir;
-  const std::string fixture =
-      std::string(std::getenv("EFAWATCH_SOURCE_DIR")) + "/tests/fixtures/sysfs/g6.12xlarge";
+  const std::string fixture = testing::SourceDir() + "/tests/fixtures/sysfs/g6.12xlarge";
   fs::copy(fixture, dir.File("tree"), fs::copy_options::recursive);
   const std::string counter =
       dir.File("tree/sys/class/infiniband/rdmap0s31/hw_counters/no_completion_cmds");

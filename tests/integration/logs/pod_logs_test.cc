@@ -25,8 +25,7 @@ using testing::Subprocess;
 using testing::TempDir;
 
 std::vector<std::string> FixtureLines(const std::string& name) {
-  std::ifstream in(std::string(std::getenv("EFAWATCH_SOURCE_DIR")) + "/tests/fixtures/nccl/" +
-                   name);
+  std::ifstream in(testing::SourceDir() + "/tests/fixtures/nccl/" + name);
   std::vector<std::string> out;
   for (std::string l; std::getline(in, l);) out.push_back(l);
   return out;

@@ -3,12 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "daemon/efa/netdev.h"
+#include "tests/support/subprocess.h"
 
 namespace efawatch::efa {
 namespace {
 
 std::string Fixture(const std::string& tree) {
-  return std::string(std::getenv("EFAWATCH_SOURCE_DIR")) + "/tests/fixtures/sysfs/" + tree;
+  return testing::SourceDir() + "/tests/fixtures/sysfs/" + tree;
 }
 
 TEST(SysfsReaderTest, ParsesStateAndRate) {
