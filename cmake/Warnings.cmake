@@ -1,5 +1,8 @@
 # Warning flags for our own targets only (generated protobuf code is compiled without -Werror).
-set(EFAWATCH_WARNINGS -Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor)
+set(EFAWATCH_WARNINGS -Wall -Wextra -Wpedantic -Wnon-virtual-dtor)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  list(APPEND EFAWATCH_WARNINGS -Wshadow=local)  # clang spells it differently
+endif()
 if(EFAWATCH_WERROR)
   list(APPEND EFAWATCH_WARNINGS -Werror)
 endif()

@@ -30,13 +30,7 @@ cmake --build build-asan --target tests_unit -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -L unit -j"$jobs" --timeout 300)
 
-step "fuzz (short run)"
-if [ -x tests/fuzz/run.sh ]; then
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DEFAWATCH_FUZZ=ON -DEFAWATCH_TESTS=OFF \
-    -DEFAWATCH_SANITIZE=address,undefined -DEFAWATCH_CUDA=OFF \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
-  cmake --build build-fuzz --target fuzz_targets -j"$jobs"
-  tests/fuzz/run.sh build-fuzz 60
-fi
+step "fuzz (short run, ASan+UBSan)"
+EFAWATCH_FUZZ_BUILD="$PWD/build-fuzz" tests/fuzz/run.sh 60
 
 step "all checks passed"

@@ -41,6 +41,7 @@ void AppendCri(const fs::path& f, const std::vector<std::string>& lines, size_t 
 
 std::vector<std::string> Chatter(int n, int start = 0) {
   std::vector<std::string> v;
+  v.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) v.push_back("step " + std::to_string(start + i) + " loss 0.123");
   return v;
 }

@@ -24,6 +24,7 @@ DeviceSnapshot Device(const std::string& name, std::map<std::string, uint64_t> p
 
 std::vector<std::string> Kinds(const std::vector<common::Finding>& fs) {
   std::vector<std::string> out;
+  out.reserve(fs.size());
   for (const auto& f : fs) out.push_back(f.kind);
   return out;
 }

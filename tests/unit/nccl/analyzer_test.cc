@@ -87,6 +87,7 @@ TEST(AnalyzerTest, ExtractsPluginStates) {
       "a:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).",
       "b:1:1 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v7 symbol.",
       "c:1:1 [0] NCCL INFO NET/Plugin: Loaded net plugin IBext_v8 (v8)",
+      // Adjacent literals are one long log line. NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
       "d:1:1 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network "
       "plugin.",
       "e:1:1 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so",
@@ -120,6 +121,7 @@ TEST(AnalyzerTest, ExtractsBootstrapInAllFormats) {
 
 TEST(AnalyzerTest, TracksCommunicatorsAndTransports) {
   Report r = Analyze({
+      // Adjacent literals are one long log line. NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
       "h:1:9 [0] NCCL INFO ncclCommInitRank comm 0x55aa rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId "
       "9b000 commId 0x1234 - Init START",
       "h:1:9 [0] NCCL INFO comm 0x55aa rank 3 nRanks 8 nNodes 2 localRanks 4 localRank 3 MNNVL 0",
@@ -370,6 +372,8 @@ TEST(AnalyzerTest, CountsWarningsErrorsAbortsTimeouts) {
   Report r = Analyze(
       {
           "",
+          // Adjacent literals are one long log line.
+          // NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
           "h:1:2 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.9<1> "
           "failed : Connection refused",
           "h:1:2 [0] NCCL INFO misc/socket.cc:564 -> 2",
@@ -417,6 +421,7 @@ TEST(AnalyzerTest, BoundsProcessesAndComms) {
   o.max_processes = 8;
   o.max_comms_per_process = 2;
   std::vector<std::string> lines;
+  lines.reserve(25);
   for (int i = 0; i < 20; ++i) {
     lines.push_back("h" + std::to_string(i) + ":1:1 [0] NCCL INFO Using network IB");
   }
