@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -110,8 +111,16 @@ absl::Status App::Start() {
 
   // The fabric is optional: a node without a usable provider still reports everything else, and
   // says why it has no responder.
+  // ofi_rxm (the RDM layer over tcp) sizes its per-connection buffer pools for throughput:
+  // about 70 MiB resident at the first endpoint, which would triple the idle agent. Probes need
+  // few buffers; a user's values win. Set before the first fi_getinfo, while no thread runs.
+  ::setenv("FI_OFI_RXM_MSG_RX_SIZE", "16", /*overwrite=*/0);
+  ::setenv("FI_OFI_RXM_MSG_TX_SIZE", "16", /*overwrite=*/0);
+  ::setenv("FI_OFI_RXM_BUFFER_SIZE", "4096", /*overwrite=*/0);
   fabric::FabricServiceOptions fopts;
   fopts.responder = config_.fabric_responder;
+  fopts.responder_options.rx_depth = config_.fabric_rx_depth;
+  fopts.responder_options.max_message_bytes = config_.fabric_max_message_bytes;
   fopts.on_probe_done = [this] { PublishFabricFindings(); };
   // Without --fabric-interface, EFA (and shm, which never leaves the host) are tried on any
   // device; IP providers (tcp, sockets) are pinned to loopback, so an agent never exposes an

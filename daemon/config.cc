@@ -127,6 +127,25 @@ const std::vector<Option>& Options() {
        }},
       {"fabric-interface", false, "Restrict the fabric responder to this interface or domain.",
        String(&Config::fabric_interface)},
+      {"fabric-rx-depth", false, "Receive buffers the fabric responder keeps posted.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         int n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 64) {
+           return Bad("fabric-rx-depth", v, "must be an integer from 1 to 64");
+         }
+         c.fabric_rx_depth = static_cast<unsigned>(n);
+         return absl::OkStatus();
+       }},
+      {"fabric-max-message-bytes", false,
+       "Largest message the responder accepts (bandwidth sizes above it are skipped).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         uint64_t n = 0;
+         if (!absl::SimpleAtoi(v, &n) || n < 4096 || n > (64u << 20)) {
+           return Bad("fabric-max-message-bytes", v, "must be from 4096 to 67108864");
+         }
+         c.fabric_max_message_bytes = n;
+         return absl::OkStatus();
+       }},
       {"fabric-responder", true, "Run the fabric responder.",
        Bool(&Config::fabric_responder, "fabric-responder")},
       {"collector-budget-ms", false, "Time budget of one collector at one scrape.",

@@ -34,6 +34,10 @@ struct Config {
   std::vector<std::string> fabric_providers = {"efa", "tcp"};
   std::string fabric_interface;  // empty: any; "lo" pins tcp to loopback
   bool fabric_responder = true;
+  // Responder receive buffers: their product bounds its memory. 4 x 1 MiB keeps an idle agent
+  // under 30 MiB; bandwidth sizes above the message size are skipped (and say so).
+  unsigned fabric_rx_depth = 4;
+  uint64_t fabric_max_message_bytes = (1u << 20) + 4096;
   std::chrono::milliseconds collector_budget{2000};
   // EFA health (daemon/efa). Expected devices: explicit, else from the instance type, else 0.
   std::string instance_type;
