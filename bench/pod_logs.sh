@@ -52,7 +52,6 @@ a0=$(cpu "$pid"); t0=$(date +%s.%N)
 wait "$writer"
 a1=$(cpu "$pid"); t1=$(date +%s.%N)
 sleep 2
-grep -E "VmRSS|VmHWM|RssAnon|RssFile" /proc/$pid/status >&2
 # Reference: CPU seconds (user+sys) of one `cat` over the same files, page cache warm.
 ref=$( { /usr/bin/env time -f '%U %S' cat "$tmp"/pods/*/main/0.log > /dev/null; } 2>&1 | awk '{print $1 + $2}')
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
