@@ -2,24 +2,9 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <fstream>
-#include <sstream>
-
-#include "absl/strings/str_cat.h"
+#include "daemon/common/read_file.h"
 
 namespace efawatch::cli {
-namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read"));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
-
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const AgentConnection& conn) {
   grpc::ChannelArguments args;
   // Fail fast on an unreachable agent instead of retrying until the deadline hides why.
@@ -32,7 +17,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const AgentConnection
                              {&conn.tls_cert, &ssl.pem_cert_chain},
                              {&conn.tls_key, &ssl.pem_private_key}}) {
     if (path->empty()) continue;
-    auto content = ReadFile(*path);
+    auto content = common::ReadWholeFile(*path);
     if (!content.ok()) return content.status();
     *field = *content;
   }

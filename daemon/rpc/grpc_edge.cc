@@ -13,19 +13,12 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/common/read_file.h"
 #include "efawatch/v1/agent.grpc.pb.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::rpc {
 namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read"));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 google::protobuf::Timestamp ToProto(std::chrono::system_clock::time_point t) {
   google::protobuf::Timestamp ts;
@@ -409,13 +402,13 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
   if (options.tls_cert_file.empty()) {
     creds = grpc::InsecureServerCredentials();
   } else {
-    auto cert = ReadFile(options.tls_cert_file);
+    auto cert = common::ReadWholeFile(options.tls_cert_file);
     if (!cert.ok()) return cert.status();
-    auto key = ReadFile(options.tls_key_file);
+    auto key = common::ReadWholeFile(options.tls_key_file);
     if (!key.ok()) return key.status();
     grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
     if (!options.tls_client_ca_file.empty()) {
-      auto ca = ReadFile(options.tls_client_ca_file);
+      auto ca = common::ReadWholeFile(options.tls_client_ca_file);
       if (!ca.ok()) return ca.status();
       ssl = grpc::SslServerCredentialsOptions(
           GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
