@@ -14,7 +14,7 @@ packages=(
   clang clang-format clang-tidy libclang-rt-14-dev
   # tests and benchmarks: promtool/prometheus, libfabric's fabtests tools, certificates,
   # network namespaces and fault injection, reference tools
-  prometheus libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3 time
+  prometheus libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3 time dnsmasq-base
 )
 
 missing=()
