@@ -140,11 +140,7 @@ bool Mesh::PingPeer(const Peer& peer, std::chrono::milliseconds budget,
     known = identities_.emplace(peer.agent, *std::move(id)).first;
   }
   if (!known->second.node.empty()) st.node = known->second.node;
-  if (!pinger_) {
-    auto p = fabric::Pinger::Create(options_.endpoint, options_.message_bytes);
-    if (!p.ok()) return fail(absl::StrCat("fabric endpoint: ", p.status().message()));
-    pinger_ = *std::move(p);
-  }
+  if (!pinger_) return fail(pinger_error_);
   fabric::PingOptions o;
   o.count = options_.count;
   o.warmup = 1;  // The first message to a peer may set up a connection (rxm); untimed.
@@ -187,6 +183,15 @@ void Mesh::RunOnce(const std::stop_token& stop) {
   if (selector_) {
     const std::string& self_key = named_fleet_ ? options_.self_node : options_.self_agent;
     peers = selector_->Select(self_key, options_.self_group);
+  }
+  // Opened outside any peer's time slice: a fi_getinfo takes a good part of a second on tcp.
+  if (!pinger_ && !peers.empty()) {
+    auto p = fabric::Pinger::Create(options_.endpoint, options_.message_bytes);
+    if (p.ok()) {
+      pinger_ = *std::move(p);
+    } else {
+      pinger_error_ = absl::StrCat("fabric endpoint: ", p.status().message());
+    }
   }
   const auto budget = std::chrono::duration_cast<std::chrono::milliseconds>(
       options_.interval * options_.round_budget / std::max<size_t>(1, peers.size()));

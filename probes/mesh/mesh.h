@@ -128,6 +128,7 @@ class Mesh {
 
   // Mesh-thread only.
   std::unique_ptr<fabric::Pinger> pinger_;
+  std::string pinger_error_;  // why pinger_ could not be opened
   std::optional<PeerSelector> selector_;
   std::chrono::steady_clock::time_point next_discovery_{};
   std::map<std::string, PeerIdentity> identities_;  // by agent address
