@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "probes/collective/ops.h"
+
 namespace efawatch::cli {
 namespace {
 
@@ -132,6 +134,75 @@ int RunBandwidth(const AgentConnection& conn, const BandwidthArgs& args, const s
         << (r.last_error().empty() ? "" : ", last error: " + r.last_error()) << "\n";
   }
   return r.end() == v1::PROBE_END_COMPLETED ? 0 : 3;
+}
+
+int RunCollective(const AgentConnection& conn_in, const CollectiveArgs& args,
+                  const std::string& format, std::ostream& out, std::ostream& err) {
+  v1::RunCollectiveRequest req;
+  for (const auto& a : args.agents) req.add_participants(a);
+  const collective::OpInfo* op = collective::FindOp(args.op);
+  if (op == nullptr) {
+    err << "efawatch collective: --op must be one of " << collective::OpNames() << "\n";
+    return 2;
+  }
+  req.set_op(op->op);
+  auto sizes = collective::ParseSizes(args.sizes);
+  if (!sizes.ok()) {
+    err << "efawatch collective: --sizes: " << sizes.status().message() << "\n";
+    return 2;
+  }
+  for (uint64_t s : *sizes) req.add_sizes(s);
+  if (args.backend != "host" && args.backend != "nccl") {
+    err << "efawatch collective: --backend must be host or nccl\n";
+    return 2;
+  }
+  req.set_backend(args.backend == "nccl" ? v1::NCCL : v1::HOST);
+  req.set_warmup(args.warmup);
+  req.set_iters(args.iters);
+  req.set_deadline_ms(args.deadline_ms);
+  AgentConnection conn = conn_in;
+  if (conn.address.empty() && !args.agents.empty()) conn.address = args.agents.front();
+  v1::CollectiveResult r;
+  const int rc = Invoke(
+      "collective", conn, args.deadline_ms, req, &r,
+      [](v1::Agent::Stub& s, grpc::ClientContext* c, const v1::RunCollectiveRequest& q,
+         v1::CollectiveResult* p) { return s.RunCollective(c, q, p); },
+      err);
+  if (rc != 0) return rc;
+  uint64_t wrong = 0;
+  bool fallback = false;
+  for (const auto& row : r.rows()) wrong += row.wrong();
+  for (const auto& rank : r.ranks()) {
+    fallback = fallback || rank.nccl().tcp_fallback() || rank.nccl().loopback_misuse();
+  }
+  if (format == "json") {
+    out << Json(r) << "\n";
+    return wrong > 0 || fallback ? 3 : 0;
+  }
+  std::string nodes;
+  for (const auto& n : r.nodes()) nodes += (nodes.empty() ? "" : ", ") + n;
+  out << "# " << op->name << ", backend " << args.backend << ", " << r.nranks() << " ranks on "
+      << nodes << ", provider " << r.provider() << "\n"
+      << Line("# %12s %12s %6s %10s %11s %11s %8s\n", "size(B)", "count", "type", "time(us)",
+              "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+  for (const auto& row : r.rows()) {
+    out << Line("  %12llu %12llu %6s %10.1f %11.3f %11.3f %8llu\n",
+                static_cast<unsigned long long>(row.size()),
+                static_cast<unsigned long long>(row.count()), "float", row.time_us(),
+                row.algbw_gbps(), row.busbw_gbps(), static_cast<unsigned long long>(row.wrong()));
+  }
+  out << Line("# Avg bus bandwidth: %.3f GB/s\n", r.avg_busbw_gbps())
+      << "# Data check: " << (wrong == 0 ? "OK" : "FAILED") << " (" << wrong
+      << " wrong elements)\n";
+  for (const auto& rank : r.ranks()) {
+    if (!rank.has_nccl()) continue;
+    const auto& n = rank.nccl();
+    out << "# rank " << rank.rank() << " (" << rank.node_name() << "): NCCL " << n.nccl_version()
+        << ", network " << n.network() << ", transport " << n.transport() << ", provider "
+        << n.ofi_provider() << (n.tcp_fallback() ? ", TCP FALLBACK" : "")
+        << (n.loopback_misuse() ? ", LOOPBACK MISUSE" : "") << "\n";
+  }
+  return wrong > 0 || fallback ? 3 : 0;
 }
 
 }  // namespace efawatch::cli

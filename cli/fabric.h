@@ -37,4 +37,23 @@ int RunPing(const AgentConnection& conn, const PingArgs& args, const std::string
 int RunBandwidth(const AgentConnection& conn, const BandwidthArgs& args, const std::string& format,
                  std::ostream& out, std::ostream& err);
 
+struct CollectiveArgs {
+  std::vector<std::string> agents;  ///< Participants' gRPC addresses; rank = position.
+  std::string op = "all_reduce";
+  std::string sizes = "1M:16M:4";  ///< MIN:MAX[:FACTOR] or a list; K, M, G suffixes.
+  std::string backend = "host";    ///< host or nccl
+  uint32_t warmup = 0;             ///< 0: the agent's default (2)
+  uint32_t iters = 0;              ///< 0: the agent's default (10)
+  uint32_t deadline_ms = 60000;
+};
+
+/// `efawatch collective`: has agent `conn` (default: the first of `args.agents`) coordinate a
+/// collective across `args.agents` and prints an nccl-tests-like table (size, count, type, time,
+/// algbw, busbw, #wrong), the average bus bandwidth, and, for NCCL, the transport NCCL picked.
+/// Exit code: 0 when it completed with correct data and no fallback, 3 when the data check failed
+/// or NCCL fell back to TCP or loopback, 1 when the agents refused or aborted it (one line on
+/// `err`), 2 on a usage error.
+int RunCollective(const AgentConnection& conn, const CollectiveArgs& args,
+                  const std::string& format, std::ostream& out, std::ostream& err);
+
 }  // namespace efawatch::cli

@@ -12,8 +12,10 @@
 
 namespace {
 
-void AddConnectionFlags(CLI::App* cmd, efawatch::cli::AgentConnection& conn) {
-  cmd->add_option("--agent", conn.address, "Agent gRPC address host:port")->required();
+void AddConnectionFlags(CLI::App* cmd, efawatch::cli::AgentConnection& conn,
+                        bool agent_required = true) {
+  auto* agent = cmd->add_option("--agent", conn.address, "Agent gRPC address host:port");
+  if (agent_required) agent->required();
   cmd->add_option("--tls-ca", conn.tls_ca, "PEM CA to verify the agent");
   cmd->add_option("--tls-cert", conn.tls_cert, "PEM client certificate (mutual TLS)");
   cmd->add_option("--tls-key", conn.tls_key, "PEM client key (mutual TLS)");
@@ -80,6 +82,30 @@ int main(int argc, char** argv) {
   bw->add_option("--format", bw_format, "text or json")->check(CLI::IsMember({"text", "json"}));
   bw->callback([&] {
     exit_code = efawatch::cli::RunBandwidth(bw_conn, bw_args, bw_format, std::cout, std::cerr);
+  });
+
+  efawatch::cli::AgentConnection coll_conn;
+  efawatch::cli::CollectiveArgs coll_args;
+  std::string coll_format = "text";
+  auto* coll = app.add_subcommand(
+      "collective",
+      "Collective bandwidth across agents (nccl-tests-like table), coordinated by "
+      "--agent (default: the first of --agents)");
+  AddConnectionFlags(coll, coll_conn, /*agent_required=*/false);
+  coll->add_option("--agents", coll_args.agents, "Participants' gRPC addresses, comma-separated")
+      ->delimiter(',')
+      ->required();
+  coll->add_option("--op", coll_args.op, "all_reduce, all_gather, reduce_scatter or broadcast");
+  coll->add_option("--sizes", coll_args.sizes, "MIN:MAX[:FACTOR] or a list (default 1M:16M:4)");
+  coll->add_option("--backend", coll_args.backend, "host or nccl (default host)")
+      ->check(CLI::IsMember({"host", "nccl"}));
+  coll->add_option("--warmup", coll_args.warmup, "Untimed iterations per size (default 2)");
+  coll->add_option("--iters", coll_args.iters, "Timed iterations per size (default 10)");
+  coll->add_option("--deadline-ms", coll_args.deadline_ms, "Whole probe (default 60000)");
+  coll->add_option("--format", coll_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  coll->callback([&] {
+    exit_code =
+        efawatch::cli::RunCollective(coll_conn, coll_args, coll_format, std::cout, std::cerr);
   });
 
   std::vector<std::string> analyze_files;

@@ -19,6 +19,8 @@
 #include "daemon/rpc/grpc_edge.h"
 #include "daemon/rpc/peer_client.h"
 #include "efawatch/version.h"
+#include "probes/collective/host_backend.h"
+#include "probes/collective/nccl_backend.h"
 #include "probes/fabric/fabric_collector.h"
 #include "probes/fabric/fabric_findings.h"
 #include "probes/mesh/discovery.h"
@@ -154,6 +156,11 @@ absl::Status App::Start() {
   if (!fabric.ok() && !why.empty()) fabric = absl::NotFoundError(absl::StrJoin(why, "; "));
   if (fabric.ok()) {
     fabric_ = *std::move(fabric);
+    // Collectives use the same providers and interface as the responder that worked.
+    collective_ = std::make_unique<collective::Participant>(
+        config_.node_name, collective::CollectiveLimits{},
+        collective::HostBackendFactory(fopts.endpoint),
+        collective::NcclBackendFactory({.log_dir = config_.state_dir}));
     fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
     if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
       spdlog::info("fabric responder: provider {} fabric {} domain {} at {}", r->info().provider,
@@ -236,9 +243,10 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
     k.agent_port = port;
     source = mesh::KubernetesPeerSource(std::move(k));
   }
-  auto lookup = rpc::GrpcPeerLookup::Create(PeerTlsFromConfig(config_));
-  if (!lookup.ok()) return lookup.status();
-  peer_lookup_ = *std::move(lookup);
+  auto channels = rpc::PeerChannels::Create(PeerTlsFromConfig(config_));
+  if (!channels.ok()) return channels.status();
+  peer_channels_ = *std::move(channels);
+  peer_lookup_ = std::make_unique<rpc::GrpcPeerLookup>(*peer_channels_);
 
   mesh::MeshOptions m;
   m.self_node = config_.node_name;
@@ -268,6 +276,8 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
 }
 
 void App::Stop() {
+  // A collective in progress is aborted first: its StartCollective call then finishes at once.
+  if (collective_) collective_->Stop();
   // The mesh pings through its own endpoint and asks peers over gRPC: stop it before anything.
   if (mesh_) mesh_->Stop();
   // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once, so
@@ -285,6 +295,7 @@ void App::Stop() {
   fabric_collector_.reset();
   mesh_collector_.reset();
   mesh_.reset();
+  collective_.reset();
   fabric_.reset();
   if (tailer_) tailer_->Stop();  // writes the last checkpoint
   efa_.reset();

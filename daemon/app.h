@@ -30,6 +30,7 @@ class MeshCollector;
 }  // namespace mesh
 namespace rpc {
 class GrpcPeerLookup;
+class PeerChannels;
 struct PeerTls;
 }  // namespace rpc
 namespace logs {
@@ -55,6 +56,7 @@ class App final : public rpc::AgentHandler {
   common::NodeHealth GetNodeHealth() const override;
   fabric::FabricService* Fabric() const override { return fabric_.get(); }
   std::string NodeName() const override { return config_.node_name; }
+  collective::Participant* Collective() const override { return collective_.get(); }
   common::FindingsBoard& findings() const override { return findings_; }
 
   int metrics_port() const;
@@ -81,7 +83,9 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<efa::EfaMonitor> efa_;
   std::unique_ptr<fabric::FabricService> fabric_;  // Null when no provider could be opened.
   std::unique_ptr<fabric::FabricCollector> fabric_collector_;
+  std::unique_ptr<rpc::PeerChannels> peer_channels_;
   std::unique_ptr<rpc::GrpcPeerLookup> peer_lookup_;
+  std::unique_ptr<collective::Participant> collective_;
   std::unique_ptr<mesh::Mesh> mesh_;
   std::unique_ptr<mesh::MeshCollector> mesh_collector_;
   std::unique_ptr<exporter::PrometheusEdge> metrics_;

@@ -3,6 +3,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/common/findings_board.h"
 #include "daemon/common/node_health.h"
+#include "probes/collective/participant.h"
 #include "probes/fabric/fabric_service.h"
 
 namespace efawatch::rpc {
@@ -20,6 +21,8 @@ class AgentHandler {
   /// The fabric service (responder + probes), or null when the agent runs without one. The edge
   /// validates and starts probes through it; it is thread-safe and never blocks its caller.
   virtual fabric::FabricService* Fabric() const { return nullptr; }
+  /// This agent's side of collective probes, or null when it takes part in none.
+  virtual collective::Participant* Collective() const { return nullptr; }
   /// The node's findings board, for streaming. Outlives the gRPC edge.
   virtual common::FindingsBoard& findings() const = 0;
 };

@@ -11,11 +11,13 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/common/read_file.h"
 #include "daemon/rpc/peer_client.h"
 #include "efawatch/v1/agent.grpc.pb.h"
+#include "probes/collective/coordinator.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::rpc {
@@ -291,8 +293,108 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
 
 class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
  public:
-  AgentService(const AgentHandler* handler, PeerDialer dialer)
-      : handler_(handler), dialer_(std::move(dialer)) {}
+  AgentService(const AgentHandler* handler, PeerDialer dialer,
+               std::unique_ptr<PeerChannels> channels)
+      : handler_(handler),
+        dialer_(std::move(dialer)),
+        channels_(std::move(channels)),
+        calls_(*channels_) {}
+
+  // Cancels a coordination in flight (its participants abort at their deadline or when told) and
+  // waits for its thread, so the server's shutdown finds every call finished.
+  void StopCollectives() {
+    calls_.CancelAll();
+    std::jthread t;
+    {
+      std::lock_guard lock(coord_mu_);
+      t = std::move(coordinator_);
+    }
+    if (t.joinable()) t.join();
+  }
+
+  grpc::ServerUnaryReactor* RunCollective(grpc::CallbackServerContext* ctx,
+                                          const v1::RunCollectiveRequest* request,
+                                          v1::CollectiveResult* response) override {
+    auto* reactor = ctx->DefaultReactor();
+    auto normalized = collective::Normalize(*request, collective::CollectiveLimits{});
+    if (!normalized.ok()) {
+      reactor->Finish(ToGrpc(normalized.status()));
+      return reactor;
+    }
+    std::lock_guard lock(coord_mu_);
+    if (coordinating_) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                   "this agent is already coordinating a collective"));
+      return reactor;
+    }
+    coordinating_ = true;
+    if (coordinator_.joinable()) coordinator_.join();  // the previous one, finished
+    // The coordinator blocks on its participants for up to the deadline: never on a gRPC thread.
+    coordinator_ = std::jthread([this, reactor, response, r = *normalized] {
+      auto result = collective::RunCollective(r, collective::CollectiveLimits{}, calls_);
+      {
+        std::lock_guard done_lock(coord_mu_);
+        coordinating_ = false;
+      }
+      if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
+      *response = *std::move(result);
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* JoinCollective(grpc::CallbackServerContext* ctx,
+                                           const v1::JoinCollectiveRequest* request,
+                                           v1::JoinCollectiveResponse* response) override {
+    auto* reactor = ctx->DefaultReactor();
+    collective::Participant* p = handler_->Collective();
+    if (p == nullptr) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                   "this agent takes part in no collectives (no fabric)"));
+      return reactor;
+    }
+    // Opening the backend takes one fi_getinfo (a fraction of a second), bounded: done inline.
+    auto joined = p->Join(*request);
+    if (!joined.ok()) {
+      reactor->Finish(ToGrpc(joined.status()));
+      return reactor;
+    }
+    *response = *std::move(joined);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* StartCollective(grpc::CallbackServerContext* ctx,
+                                            const v1::StartCollectiveRequest* request,
+                                            v1::RankResult* response) override {
+    auto* reactor = ctx->DefaultReactor();
+    collective::Participant* p = handler_->Collective();
+    if (p == nullptr) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                   "this agent takes part in no collectives"));
+      return reactor;
+    }
+    p->Start(*request, [reactor, response](absl::StatusOr<v1::RankResult> r) {
+      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
+      *response = *std::move(r);
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* AbortCollective(grpc::CallbackServerContext* ctx,
+                                            const v1::AbortCollectiveRequest* request,
+                                            v1::AbortCollectiveResponse* /*response*/) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (collective::Participant* p = handler_->Collective(); p != nullptr) {
+      if (!request->reason().empty()) {
+        spdlog::warn("collective {} aborted: {}", request->session(), request->reason());
+      }
+      p->Abort(request->session());
+    }
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
 
   grpc::ServerUnaryReactor* GetNodeHealth(grpc::CallbackServerContext* ctx,
                                           const v1::GetNodeHealthRequest* /*request*/,
@@ -403,6 +505,11 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
 
   const AgentHandler* handler_;
   const PeerDialer dialer_;
+  std::unique_ptr<PeerChannels> channels_;
+  GrpcCollectiveCalls calls_;
+  std::mutex coord_mu_;
+  bool coordinating_ = false;  // guarded by coord_mu_
+  std::jthread coordinator_;   // guarded by coord_mu_
 };
 
 absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions& options,
@@ -429,11 +536,14 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
 
   auto peer_creds = PeerCredentials(options.peer_tls);
   if (!peer_creds.ok()) return peer_creds.status();
+  auto channels = PeerChannels::Create(options.peer_tls);
+  if (!channels.ok()) return channels.status();
 
   gpr_set_log_function(ForwardGrpcLog);
   std::unique_ptr<GrpcEdge> edge(new GrpcEdge());
   edge->service_ = std::make_unique<AgentService>(
-      handler, PeerDialer{*std::move(peer_creds), options.peer_tls.server_name});
+      handler, PeerDialer{*std::move(peer_creds), options.peer_tls.server_name},
+      *std::move(channels));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -454,6 +564,7 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
 
 void GrpcEdge::Shutdown() {
   if (server_ == nullptr) return;
+  service_->StopCollectives();
   server_->GetHealthCheckService()->Shutdown();
   // In-flight calls get half a second to finish, then are cancelled (WatchFindings streams never
   // finish by themselves): SIGTERM must end the agent within 2 s.

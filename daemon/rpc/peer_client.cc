@@ -33,30 +33,30 @@ std::shared_ptr<grpc::Channel> PeerChannel(const std::string& agent,
   return grpc::CreateCustomChannel(agent, creds, args);
 }
 
-absl::StatusOr<std::unique_ptr<GrpcPeerLookup>> GrpcPeerLookup::Create(const PeerTls& tls) {
+absl::StatusOr<std::unique_ptr<PeerChannels>> PeerChannels::Create(const PeerTls& tls) {
   auto creds = PeerCredentials(tls);
   if (!creds.ok()) return creds.status();
-  auto lookup = std::unique_ptr<GrpcPeerLookup>(new GrpcPeerLookup());
-  lookup->creds_ = *std::move(creds);
-  lookup->server_name_ = tls.server_name;
-  return lookup;
+  auto channels = std::unique_ptr<PeerChannels>(new PeerChannels());
+  channels->creds_ = *std::move(creds);
+  channels->server_name_ = tls.server_name;
+  return channels;
+}
+
+std::shared_ptr<grpc::Channel> PeerChannels::Get(const std::string& agent) {
+  std::lock_guard lock(mu_);
+  auto it = channels_.find(agent);
+  if (it == channels_.end()) {
+    // Peers come and go; a full cache is dropped whole rather than tracked per use (an agent
+    // only talks to its k mesh peers and a collective's participants).
+    if (channels_.size() >= kMaxChannels) channels_.clear();
+    it = channels_.emplace(agent, PeerChannel(agent, creds_, server_name_)).first;
+  }
+  return it->second;
 }
 
 absl::StatusOr<mesh::PeerIdentity> GrpcPeerLookup::Lookup(const std::string& agent,
                                                           std::chrono::milliseconds timeout) {
-  std::shared_ptr<grpc::Channel> channel;
-  {
-    std::lock_guard lock(mu_);
-    auto it = channels_.find(agent);
-    if (it == channels_.end()) {
-      // Peers come and go; a full cache is dropped whole rather than tracked per use (the
-      // mesh only ever talks to its k peers, so this happens only after heavy churn).
-      if (channels_.size() >= kMaxChannels) channels_.clear();
-      it = channels_.emplace(agent, PeerChannel(agent, creds_, server_name_)).first;
-    }
-    channel = it->second;
-  }
-  auto stub = v1::Agent::NewStub(channel);
+  auto stub = v1::Agent::NewStub(channels_.Get(agent));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
   v1::GetFabricAddressRequest request;
@@ -70,6 +70,59 @@ absl::StatusOr<mesh::PeerIdentity> GrpcPeerLookup::Lookup(const std::string& age
     return absl::UnavailableError(absl::StrCat("peer agent ", agent, ": empty fabric address"));
   }
   return mesh::PeerIdentity{.fabric_address = response.address(), .node = response.node_name()};
+}
+
+template <typename Req, typename Resp, typename Method>
+absl::StatusOr<Resp> GrpcCollectiveCalls::Call(const std::string& agent, const char* what,
+                                               const Req& request,
+                                               std::chrono::milliseconds timeout, Method method) {
+  auto stub = v1::Agent::NewStub(channels_.Get(agent));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  {
+    std::lock_guard lock(mu_);
+    if (cancelled_) return absl::CancelledError("agent shutting down");
+    in_flight_.insert(&ctx);
+  }
+  Resp response;
+  const grpc::Status s = ((*stub).*method)(&ctx, request, &response);
+  {
+    std::lock_guard lock(mu_);
+    in_flight_.erase(&ctx);
+  }
+  if (!s.ok()) {
+    // The participant's own status code (RESOURCE_EXHAUSTED, INVALID_ARGUMENT ...) carries over.
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                        absl::StrCat(what, ": ", s.error_message()));
+  }
+  return response;
+}
+
+absl::StatusOr<v1::JoinCollectiveResponse> GrpcCollectiveCalls::Join(
+    const std::string& agent, const v1::JoinCollectiveRequest& r,
+    std::chrono::milliseconds timeout) {
+  return Call<v1::JoinCollectiveRequest, v1::JoinCollectiveResponse>(
+      agent, "JoinCollective", r, timeout, &v1::Agent::Stub::JoinCollective);
+}
+
+absl::StatusOr<v1::RankResult> GrpcCollectiveCalls::Start(const std::string& agent,
+                                                          const v1::StartCollectiveRequest& r,
+                                                          std::chrono::milliseconds timeout) {
+  return Call<v1::StartCollectiveRequest, v1::RankResult>(agent, "StartCollective", r, timeout,
+                                                          &v1::Agent::Stub::StartCollective);
+}
+
+void GrpcCollectiveCalls::Abort(const std::string& agent, const v1::AbortCollectiveRequest& r,
+                                std::chrono::milliseconds timeout) {
+  // Best effort: a participant that cannot be told ends at its own deadline.
+  (void)Call<v1::AbortCollectiveRequest, v1::AbortCollectiveResponse>(
+      agent, "AbortCollective", r, timeout, &v1::Agent::Stub::AbortCollective);
+}
+
+void GrpcCollectiveCalls::CancelAll() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+  for (grpc::ClientContext* c : in_flight_) c->TryCancel();
 }
 
 }  // namespace efawatch::rpc

@@ -4,14 +4,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "probes/collective/coordinator.h"
 #include "probes/mesh/mesh.h"
 
 namespace grpc {
 class ChannelCredentials;
 class Channel;
+class ClientContext;
 }  // namespace grpc
 
 namespace efawatch::rpc {
@@ -36,22 +39,58 @@ std::shared_ptr<grpc::Channel> PeerChannel(const std::string& agent,
                                            const std::shared_ptr<grpc::ChannelCredentials>& creds,
                                            const std::string& server_name);
 
-/// The mesh's PeerLookup over gRPC: Agent.GetFabricAddress, blocking with a deadline. Keeps one
-/// channel per peer agent (its TCP/TLS connection is reused round after round), bounded.
-class GrpcPeerLookup final : public mesh::PeerLookup {
+/// One channel per peer agent (its TCP/TLS connection is reused call after call), bounded.
+/// Thread-safe.
+class PeerChannels {
  public:
-  static absl::StatusOr<std::unique_ptr<GrpcPeerLookup>> Create(const PeerTls& tls);
-  absl::StatusOr<mesh::PeerIdentity> Lookup(const std::string& agent,
-                                            std::chrono::milliseconds timeout) override;
+  static absl::StatusOr<std::unique_ptr<PeerChannels>> Create(const PeerTls& tls);
+  std::shared_ptr<grpc::Channel> Get(const std::string& agent);
 
  private:
-  GrpcPeerLookup() = default;
+  PeerChannels() = default;
   static constexpr size_t kMaxChannels = 256;
 
   std::shared_ptr<grpc::ChannelCredentials> creds_;
   std::string server_name_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // guarded by mu_
+};
+
+/// The mesh's PeerLookup over gRPC: Agent.GetFabricAddress, blocking with a deadline.
+class GrpcPeerLookup final : public mesh::PeerLookup {
+ public:
+  explicit GrpcPeerLookup(PeerChannels& channels) : channels_(channels) {}
+  absl::StatusOr<mesh::PeerIdentity> Lookup(const std::string& agent,
+                                            std::chrono::milliseconds timeout) override;
+
+ private:
+  PeerChannels& channels_;
+};
+
+/// The collective coordinator's calls to participants over gRPC. CancelAll() cancels every call
+/// in flight (agent shutdown) and every later one.
+class GrpcCollectiveCalls final : public collective::ParticipantCalls {
+ public:
+  explicit GrpcCollectiveCalls(PeerChannels& channels) : channels_(channels) {}
+  absl::StatusOr<v1::JoinCollectiveResponse> Join(const std::string& agent,
+                                                  const v1::JoinCollectiveRequest& r,
+                                                  std::chrono::milliseconds timeout) override;
+  absl::StatusOr<v1::RankResult> Start(const std::string& agent,
+                                       const v1::StartCollectiveRequest& r,
+                                       std::chrono::milliseconds timeout) override;
+  void Abort(const std::string& agent, const v1::AbortCollectiveRequest& r,
+             std::chrono::milliseconds timeout) override;
+  void CancelAll();
+
+ private:
+  template <typename Req, typename Resp, typename Method>
+  absl::StatusOr<Resp> Call(const std::string& agent, const char* what, const Req& request,
+                            std::chrono::milliseconds timeout, Method method);
+
+  PeerChannels& channels_;
+  std::mutex mu_;
+  bool cancelled_ = false;                    // guarded by mu_
+  std::set<grpc::ClientContext*> in_flight_;  // guarded by mu_
 };
 
 }  // namespace efawatch::rpc

@@ -1,0 +1,50 @@
+#include "probes/collective/host_backend.h"
+
+#include <algorithm>
+
+#include "probes/collective/host_ring.h"
+#include "probes/mesh/selection.h"
+
+namespace efawatch::collective {
+namespace {
+
+class HostBackend final : public RankBackend {
+ public:
+  explicit HostBackend(std::unique_ptr<HostRing> ring) : ring_(std::move(ring)) {}
+  void Describe(v1::JoinCollectiveResponse* out) const override {
+    out->set_fabric_address(ring_->address());
+    out->set_provider(ring_->info().provider);
+    out->set_local_ranks(1);
+  }
+  absl::Status Connect(const v1::StartCollectiveRequest& start, const std::stop_token&,
+                       std::chrono::steady_clock::time_point) override {
+    std::vector<std::string> addresses(start.fabric_addresses().begin(),
+                                       start.fabric_addresses().end());
+    return ring_->Connect(addresses, start.rank());
+  }
+  absl::StatusOr<v1::SizeTiming> Run(const OpInfo& op, uint64_t size, uint32_t warmup,
+                                     uint32_t iters, const std::stop_token& stop,
+                                     std::chrono::steady_clock::time_point deadline) override {
+    return ring_->Run(op, size, warmup, iters, stop, deadline);
+  }
+  void Observe(v1::RankResult* out) override { out->set_provider(ring_->info().provider); }
+
+ private:
+  std::unique_ptr<HostRing> ring_;
+};
+
+}  // namespace
+
+BackendFactory HostBackendFactory(fabric::EndpointOptions endpoint) {
+  return [endpoint](
+             const v1::JoinCollectiveRequest& j) -> absl::StatusOr<std::unique_ptr<RankBackend>> {
+    const uint64_t max_size = *std::max_element(j.sizes().begin(), j.sizes().end());
+    // Every rank derives the same tag from the session id: messages of another session are
+    // recognised as such.
+    auto ring = HostRing::Open(endpoint, max_size, j.nranks(), mesh::StableHash(7, j.session()));
+    if (!ring.ok()) return ring.status();
+    return std::make_unique<HostBackend>(*std::move(ring));
+  };
+}
+
+}  // namespace efawatch::collective

@@ -1,0 +1,12 @@
+#pragma once
+
+#include "probes/collective/backend.h"
+#include "probes/fabric/endpoint.h"
+
+namespace efawatch::collective {
+
+/// The host backend: one rank per agent, ring collectives over libfabric (HostRing) on the
+/// endpoint options the agent's fabric uses.
+BackendFactory HostBackendFactory(fabric::EndpointOptions endpoint);
+
+}  // namespace efawatch::collective

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "efawatch/v1/agent.pb.h"
+#include "probes/collective/backend.h"
+
+namespace efawatch::collective {
+
+struct NcclBackendOptions {
+  /// Where the probe's own NCCL_DEBUG=INFO log goes (NCCL_DEBUG_FILE, set once per process).
+  std::filesystem::path log_dir = "/var/lib/efawatch";
+};
+
+/// True in builds with CUDA and NCCL (cmake/Cuda.cmake); the factory is empty otherwise, and
+/// agents answer an NCCL join with FAILED_PRECONDITION saying so.
+bool NcclBackendBuilt();
+
+/// The NCCL backend: one rank per local GPU, communicators initialised non-blocking so a dead
+/// peer ends in ncclCommAbort at the deadline, CUDA-event timing, a data check, and NCCL's own
+/// log analyzed into the result.
+BackendFactory NcclBackendFactory(NcclBackendOptions options);
+
+/// Reads `path` from byte `offset` (what NCCL wrote during one probe) and says what NCCL picked:
+/// network, transport, provider, version and findings, with the analyzer of daemon/nccl.
+v1::NcclObservation ObserveNcclLog(const std::filesystem::path& path, uint64_t offset);
+
+}  // namespace efawatch::collective

@@ -1,0 +1,11 @@
+// Built when CUDA or NCCL is missing: the NCCL backend is visibly absent.
+
+#include "probes/collective/nccl_backend.h"
+
+namespace efawatch::collective {
+
+bool NcclBackendBuilt() { return false; }
+
+BackendFactory NcclBackendFactory(NcclBackendOptions /*options*/) { return {}; }
+
+}  // namespace efawatch::collective

@@ -1,0 +1,168 @@
+#include "probes/collective/participant.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace efawatch::collective {
+
+absl::Status ValidateJoin(const v1::JoinCollectiveRequest& j, const CollectiveLimits& limits) {
+  const OpInfo* op = FindOp(j.op());
+  if (op == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("op must be one of ", OpNames()));
+  }
+  if (j.backend() != v1::HOST && j.backend() != v1::NCCL) {
+    return absl::InvalidArgumentError("backend must be host or nccl");
+  }
+  if (j.backend() == v1::HOST && !op->host) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the host backend runs all_reduce, all_gather and reduce_scatter, not ",
+                     std::string(op->name)));
+  }
+  if (j.nranks() == 0 || j.nranks() > limits.max_participants || j.rank() >= j.nranks()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", j.rank(), " of ", j.nranks(),
+                     ": need 0 <= rank < nranks <= ", limits.max_participants));
+  }
+  if (j.sizes().empty() || static_cast<size_t>(j.sizes().size()) > limits.max_sizes) {
+    return absl::InvalidArgumentError(absl::StrCat("give 1 to ", limits.max_sizes, " sizes"));
+  }
+  const uint64_t max = j.backend() == v1::HOST ? limits.max_host_size : limits.max_nccl_size;
+  for (uint64_t s : j.sizes()) {
+    if (s == 0 || s > max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("size ", s, " out of range: 1 to ", max, " bytes for this backend"));
+    }
+  }
+  if (j.iters() == 0 || j.iters() > limits.max_iters || j.warmup() > limits.max_warmup) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("iters must be 1 to ", limits.max_iters, ", warmup 0 to ", limits.max_warmup));
+  }
+  if (j.deadline_ms() == 0 || j.deadline_ms() > limits.max_deadline.count()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("deadline must be 1 to ", limits.max_deadline.count(), " ms"));
+  }
+  return absl::OkStatus();
+}
+
+Participant::Participant(std::string node_name, CollectiveLimits limits, BackendFactory host,
+                         BackendFactory nccl)
+    : node_name_(std::move(node_name)),
+      limits_(limits),
+      host_(std::move(host)),
+      nccl_(std::move(nccl)) {}
+
+Participant::~Participant() { Stop(); }
+
+bool Participant::busy() const {
+  std::lock_guard lock(mu_);
+  return session_ != nullptr;
+}
+
+void Participant::ReclaimExpiredLocked() {
+  if (session_ && !session_->started && std::chrono::steady_clock::now() >= session_->deadline) {
+    session_.reset();
+  }
+}
+
+absl::StatusOr<v1::JoinCollectiveResponse> Participant::Join(
+    const v1::JoinCollectiveRequest& request) {
+  if (auto st = ValidateJoin(request, limits_); !st.ok()) return st;
+  if (request.session().empty()) return absl::InvalidArgumentError("session is empty");
+  const BackendFactory& make = request.backend() == v1::NCCL ? nccl_ : host_;
+  if (!make) {
+    return absl::FailedPreconditionError(
+        "this agent was built without CUDA/NCCL: the nccl backend is not available here");
+  }
+  {
+    std::lock_guard lock(mu_);
+    ReclaimExpiredLocked();
+    if (session_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("node ", node_name_, " is already in collective ", session_->join.session(),
+                       ": one at a time per node"));
+    }
+    // Claim the node before the (slow) backend setup, so two joins cannot both pass.
+    session_ = std::make_shared<Session>();
+    session_->join = request;
+    session_->deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(request.deadline_ms());
+  }
+  auto backend = make(request);
+  std::lock_guard lock(mu_);
+  if (!backend.ok()) {
+    session_.reset();
+    return backend.status();
+  }
+  session_->backend = *std::move(backend);
+  v1::JoinCollectiveResponse out;
+  session_->backend->Describe(&out);
+  out.set_node_name(node_name_);
+  return out;
+}
+
+void Participant::Start(const v1::StartCollectiveRequest& request, Done done) {
+  std::shared_ptr<Session> s;
+  {
+    std::lock_guard lock(mu_);
+    if (!session_ || session_->join.session() != request.session() || !session_->backend) {
+      done(absl::FailedPreconditionError(
+          absl::StrCat("no joined collective ", request.session(), " on ", node_name_)));
+      return;
+    }
+    if (session_->started) {
+      done(absl::FailedPreconditionError("collective already started"));
+      return;
+    }
+    session_->started = true;
+    s = session_;
+    if (worker_.joinable()) worker_.join();  // the previous session's thread, finished
+    worker_ = std::jthread([this, s, request, done = std::move(done)](std::stop_token) mutable {
+      Run(std::move(s), std::move(request), std::move(done));
+    });
+  }
+}
+
+void Participant::Run(std::shared_ptr<Session> s, v1::StartCollectiveRequest start, Done done) {
+  const std::stop_token stop = s->stop.get_token();
+  const auto deadline = s->deadline;
+  absl::StatusOr<v1::RankResult> result = [&]() -> absl::StatusOr<v1::RankResult> {
+    if (auto st = s->backend->Connect(start, stop, deadline); !st.ok()) return st;
+    const OpInfo* op = FindOp(s->join.op());
+    v1::RankResult r;
+    r.set_rank(s->join.rank());
+    r.set_node_name(node_name_);
+    for (uint64_t size : s->join.sizes()) {
+      auto t = s->backend->Run(*op, size, s->join.warmup(), s->join.iters(), stop, deadline);
+      if (!t.ok()) return t.status();
+      *r.add_timings() = *t;
+    }
+    s->backend->Observe(&r);
+    return r;
+  }();
+  // End the session before answering, so the coordinator may start the next one at once.
+  {
+    std::lock_guard lock(mu_);
+    if (session_ == s) session_.reset();
+  }
+  s->backend.reset();
+  done(std::move(result));
+}
+
+void Participant::Abort(const std::string& session) {
+  std::lock_guard lock(mu_);
+  if (!session_ || session_->join.session() != session) return;
+  session_->stop.request_stop();
+  // Not started: nothing runs, the session just ends.
+  if (!session_->started) session_.reset();
+}
+
+void Participant::Stop() {
+  std::jthread w;
+  {
+    std::lock_guard lock(mu_);
+    if (session_) session_->stop.request_stop();
+    w = std::move(worker_);
+  }
+  if (w.joinable()) w.join();
+}
+
+}  // namespace efawatch::collective

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "efawatch/v1/agent.pb.h"
+#include "probes/collective/backend.h"
+
+namespace efawatch::collective {
+
+struct CollectiveLimits {
+  size_t max_participants = 64;
+  size_t max_sizes = 16;
+  uint64_t max_host_size = 64ull << 20;  ///< Host memory per rank is about twice this.
+  uint64_t max_nccl_size = 1ull << 30;
+  uint32_t max_iters = 1000;
+  uint32_t max_warmup = 100;
+  std::chrono::milliseconds max_deadline{600000};
+};
+
+/// INVALID_ARGUMENT with a message when a join asks for what the limits refuse.
+absl::Status ValidateJoin(const v1::JoinCollectiveRequest& j, const CollectiveLimits& limits);
+
+/// This agent's side of a collective: at most one session at a time (a second Join is
+/// RESOURCE_EXHAUSTED). Join builds the backend, Start runs it on its own jthread, Abort (or the
+/// session's deadline) ends it. Thread-safe.
+class Participant {
+ public:
+  using Done = std::function<void(absl::StatusOr<v1::RankResult>)>;
+
+  Participant(std::string node_name, CollectiveLimits limits, BackendFactory host,
+              BackendFactory nccl);
+  ~Participant();
+
+  absl::StatusOr<v1::JoinCollectiveResponse> Join(const v1::JoinCollectiveRequest& request);
+  /// `done` runs once, on the session's thread (or inline when the start itself fails).
+  void Start(const v1::StartCollectiveRequest& request, Done done);
+  void Abort(const std::string& session);
+  /// Aborts any session and joins its thread.
+  void Stop();
+
+  bool busy() const;
+
+ private:
+  struct Session {
+    v1::JoinCollectiveRequest join;
+    std::unique_ptr<RankBackend> backend;
+    std::chrono::steady_clock::time_point deadline;
+    std::stop_source stop;
+    bool started = false;
+  };
+  void Run(std::shared_ptr<Session> s, v1::StartCollectiveRequest start, Done done);
+  // Drops a session nobody started before its deadline (its coordinator died). Holds mu_.
+  void ReclaimExpiredLocked();
+
+  const std::string node_name_;
+  const CollectiveLimits limits_;
+  BackendFactory host_;
+  BackendFactory nccl_;
+  mutable std::mutex mu_;
+  std::shared_ptr<Session> session_;  // guarded by mu_
+  std::jthread worker_;               // guarded by mu_
+};
+
+}  // namespace efawatch::collective
