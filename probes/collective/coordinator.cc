@@ -156,16 +156,27 @@ absl::StatusOr<v1::CollectiveResult> RunCollective(const v1::RunCollectiveReques
   if (first_failure) {
     // Blame the participant that could not be reached at all (its agent died or its network
     // went) before those that only lost it as a ring neighbour or hit the deadline waiting.
+    // Then a rank that ran out of time: its neighbours only saw it close its endpoint.
     size_t culprit = *first_failure;
-    for (size_t i = 0; i < n; ++i) {
-      if (!results[i].ok() && results[i].status().code() == absl::StatusCode::kUnavailable) {
-        culprit = i;
-        break;
+    bool found = false;
+    for (absl::StatusCode code :
+         {absl::StatusCode::kUnavailable, absl::StatusCode::kDeadlineExceeded}) {
+      for (size_t i = 0; i < n && !found; ++i) {
+        if (!results[i].ok() && results[i].status().code() == code) {
+          culprit = i;
+          found = true;
+        }
       }
+    }
+    std::string others;
+    for (size_t i = 0; i < n; ++i) {
+      if (i == culprit || results[i].ok()) continue;
+      absl::StrAppend(&others, others.empty() ? "; then " : ", ", "rank ", i, " ",
+                      absl::StatusCodeToString(results[i].status().code()));
     }
     return absl::AbortedError(
         absl::StrCat("collective aborted on every participant: ", name(culprit),
-                     " failed: ", results[culprit].status().message()));
+                     " failed: ", results[culprit].status().message(), others));
   }
 
   // Rows: the mean time over ranks (nccl-tests' default), wrong elements summed.

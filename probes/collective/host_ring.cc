@@ -21,6 +21,8 @@ constexpr size_t kHeader = sizeof(Header);
 // while a rank waiting for a slow neighbour should not burn a core for the whole deadline.
 constexpr auto kSpin = std::chrono::milliseconds(5);
 constexpr auto kSleep = std::chrono::microseconds(200);
+// How long a failed ring waits for its leftover operations before closing its endpoint.
+constexpr auto kDrainTimeout = std::chrono::seconds(2);
 
 float AllReduceInput(uint32_t rank, uint64_t i) {
   return static_cast<float>((rank + 1) * ((i % 7) + 1));
@@ -30,6 +32,32 @@ float GatherValue(uint32_t chunk, uint64_t j) {
 }
 
 }  // namespace
+
+HostRing::~HostRing() {
+  if (!ep_ || (!recv_pending_ && !send_pending_)) return;
+  if (recv_pending_) ep_->Cancel(&rctx_);
+  if (send_pending_) ep_->Cancel(&sctx_);
+  // A dead peer's connection fails its operations within moments; a live one that also gave up
+  // closes its endpoint, which fails them too.
+  const auto until = std::chrono::steady_clock::now() + kDrainTimeout;
+  fabric::Completion done[8];
+  while ((recv_pending_ || send_pending_) && std::chrono::steady_clock::now() < until) {
+    const ssize_t n = ep_->Poll(done);
+    if (n < 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (done[i].context == &rctx_) recv_pending_ = false;
+      if (done[i].context == &sctx_) send_pending_ = false;
+    }
+    if (n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (recv_pending_ || send_pending_) {
+    // Closing now could crash the agent; leaking one endpoint of a failed probe cannot.
+    (void)ep_.release();
+    data_.release();
+    send_.release();
+    recv_.release();
+  }
+}
 
 absl::StatusOr<std::unique_ptr<HostRing>> HostRing::Open(const fabric::EndpointOptions& endpoint,
                                                          uint64_t max_size, uint32_t nranks,
@@ -92,10 +120,16 @@ absl::Status HostRing::Exchange(const float* send, uint64_t n_send, uint64_t n_r
                                 const std::stop_token& stop,
                                 std::chrono::steady_clock::time_point deadline) {
   const uint64_t seq = ++seq_;
-  fi_context2 rctx{}, sctx{};
+  // Members, not locals: a provider owns an operation's context until it completes or the
+  // endpoint closes, which after an error return is later than this frame.
+  fi_context2& rctx = rctx_;
+  fi_context2& sctx = sctx_;
+  rctx = {};
+  sctx = {};
   const size_t rlen = kHeader + n_recv * 4;
   ssize_t ret = ep_->PostRecv(recv_->data(), rlen, recv_desc_, &rctx);
-  if (ret != 0) return absl::UnavailableError(absl::StrCat("fi_recv: ", fi_strerror(-ret)));
+  if (ret != 0) return absl::AbortedError(absl::StrCat("fi_recv: ", fi_strerror(-ret)));
+  recv_pending_ = true;
   Header h{tag_, seq, n_send};
   std::memcpy(send_->data(), &h, kHeader);
   if (n_send > 0) std::memcpy(send_->data() + kHeader, send, n_send * 4);
@@ -108,21 +142,30 @@ absl::Status HostRing::Exchange(const float* send, uint64_t n_send, uint64_t n_r
       ret = ep_->PostSend(send_->data(), kHeader + n_send * 4, send_desc_, right_, &sctx);
       if (ret == 0) {
         posted = true;
+        send_pending_ = true;
       } else if (ret != -FI_EAGAIN) {
-        return absl::UnavailableError(absl::StrCat("fi_send: ", fi_strerror(-ret)));
+        return absl::AbortedError(absl::StrCat("fi_send: ", fi_strerror(-ret)));
       }
     }
     const ssize_t n = ep_->Poll(done);
-    if (n < 0) return absl::UnavailableError(absl::StrCat("fi_cq_read: ", fi_strerror(-n)));
+    if (n < 0) return absl::AbortedError(absl::StrCat("fi_cq_read: ", fi_strerror(-n)));
     const auto now = std::chrono::steady_clock::now();
     for (ssize_t i = 0; i < n; ++i) {
       if (done[i].error != 0) {
-        return absl::UnavailableError(
+        if (done[i].context == &sctx) send_pending_ = false;
+        if (done[i].context == &rctx) recv_pending_ = false;
+        // ABORTED, not UNAVAILABLE: the coordinator blames an agent it cannot reach at all
+        // (UNAVAILABLE) before the ranks that merely lost it as a neighbour.
+        return absl::AbortedError(
             absl::StrCat("rank ", rank_, ": a ring neighbour failed: ", ep_->last_error()));
       }
-      if (done[i].context == &sctx) sent = true;
+      if (done[i].context == &sctx) {
+        sent = true;
+        send_pending_ = false;
+      }
       if (done[i].context == &rctx) {
         received = true;
+        recv_pending_ = false;
         got_len = done[i].len;
       }
     }

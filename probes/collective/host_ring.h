@@ -24,6 +24,10 @@ namespace efawatch::collective {
 class HostRing {
  public:
   /// Opens the endpoint and registers buffers for sizes up to `max_size` bytes.
+  /// Waits for operations left posted by a failed exchange before the endpoint closes: closing
+  /// an ofi_rxm endpoint with a rendezvous still in flight crashes libfabric 1.17.
+  ~HostRing();
+
   static absl::StatusOr<std::unique_ptr<HostRing>> Open(const fabric::EndpointOptions& endpoint,
                                                         uint64_t max_size, uint32_t nranks,
                                                         uint64_t session_tag);
@@ -63,6 +67,8 @@ class HostRing {
   std::unique_ptr<fabric::AlignedBuffer> data_, send_, recv_;
   void* send_desc_ = nullptr;
   void* recv_desc_ = nullptr;
+  fi_context2 rctx_{}, sctx_{};  // the operations of the current exchange
+  bool recv_pending_ = false, send_pending_ = false;
   std::unique_ptr<fabric::Endpoint> ep_;  // last: closes before the buffers it points into
 };
 

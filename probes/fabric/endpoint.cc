@@ -265,6 +265,8 @@ absl::StatusOr<void*> Endpoint::Register(std::span<std::byte> buffer) {
   return fi_mr_desc(mr);
 }
 
+void Endpoint::Cancel(fi_context2* ctx) { fi_cancel(&ep_->fid, ctx); }
+
 ssize_t Endpoint::PostRecv(void* buf, size_t len, void* desc, fi_context2* ctx) {
   return fi_recv(ep_.get(), buf, len, desc, FI_ADDR_UNSPEC, ctx);
 }

@@ -123,6 +123,10 @@ class Endpoint {
   ssize_t PostRecv(void* buf, size_t len, void* desc, fi_context2* ctx);
   ssize_t PostSend(const void* buf, size_t len, void* desc, fi_addr_t dest, fi_context2* ctx);
 
+  /// Asks the provider to cancel a posted operation (fi_cancel); it then completes with
+  /// FI_ECANCELED. Best effort: providers cannot cancel every send.
+  void Cancel(fi_context2* ctx);
+
   /// Reads up to `out.size()` completions (this also drives manual progress). Returns how many
   /// (0 when none), or a negative FI_E* code when the CQ itself failed.
   ssize_t Poll(std::span<Completion> out);

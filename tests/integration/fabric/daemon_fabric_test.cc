@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "efawatch/v1/agent.grpc.pb.h"
-#include "tests/support/subprocess.h"
+#include "tests/support/agent_process.h"
 
 namespace efawatch {
 namespace {
@@ -22,46 +22,7 @@ using testing::Subprocess;
 using testing::TempDir;
 using namespace std::chrono_literals;
 
-class Agent {
- public:
-  explicit Agent(const std::string& provider = "tcp", const std::string& interface = "lo") {
-    std::vector<std::string> argv = {
-        testing::BinaryPath("bin/efawatchd"), "--metrics-listen=127.0.0.1:0",
-        "--grpc-listen=127.0.0.1:0",          "--port-file=" + dir_.File("ports.json"),
-        "--sysfs-root=" + dir_.path(),        "--pod-log-root=" + dir_.path(),
-        "--state-dir=" + dir_.path(),         "--fabric-providers=" + provider,
-        "--fabric-interface=" + interface};
-    proc_ = std::make_unique<Subprocess>(argv);
-    const std::regex re(R"re("metrics": (\d+), "grpc": (\d+))re");
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (std::chrono::steady_clock::now() < deadline && grpc_ == 0) {
-      std::smatch m;
-      const std::string text = testing::ReadFileOrEmpty(dir_.File("ports.json"));
-      if (std::regex_search(text, m, re)) {
-        metrics_ = std::stoi(m[1]);
-        grpc_ = std::stoi(m[2]);
-      } else if (proc_->Wait(0ms)) {
-        break;
-      } else {
-        std::this_thread::sleep_for(20ms);
-      }
-    }
-  }
-  bool ok() const { return grpc_ != 0; }
-  std::string grpc_address() const { return "127.0.0.1:" + std::to_string(grpc_); }
-  int metrics_port() const { return metrics_; }
-  Subprocess& proc() { return *proc_; }
-  std::unique_ptr<v1::Agent::Stub> Stub() const {
-    return v1::Agent::NewStub(
-        grpc::CreateChannel(grpc_address(), grpc::InsecureChannelCredentials()));
-  }
-
- private:
-  TempDir dir_;
-  std::unique_ptr<Subprocess> proc_;
-  int metrics_ = 0;
-  int grpc_ = 0;
-};
+using Agent = testing::AgentProcess;
 
 grpc::Status Ping(const Agent& a, const v1::PingRequest& req, v1::PingResponse* resp,
                   std::chrono::seconds timeout = 30s) {
