@@ -242,6 +242,14 @@ std::string_view CleanLine(std::string_view line, std::string* scratch, bool may
     RemoveAnsi(line, scratch);
     line = *scratch;
   }
+  // The common line needs no cleaning: it starts with a letter (a host name: no indentation,
+  // console wrapper, timestamp or box frame) and ends with a printable ASCII byte (no newline,
+  // padding or box frame, whose UTF-8 bytes are >= 0x80). Checked first, as every line comes here.
+  if (!line.empty()) {
+    const unsigned char first = static_cast<unsigned char>(line.front()) | 0x20;
+    const unsigned char last = static_cast<unsigned char>(line.back());
+    if (first >= 'a' && first <= 'z' && last > ' ' && last < 0x7f) return line;
+  }
   // Trailing: newline, CR, padding, TUI frames.
   for (;;) {
     if (!line.empty() &&
