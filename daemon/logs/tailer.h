@@ -29,6 +29,12 @@ class LineSink {
   /// One complete line, without its newline. `line_no` counts lines of the source's stream,
   /// across rotations.
   virtual void OnLine(const LogSource& source, uint64_t line_no, std::string_view line) = 0;
+  /// `count` >= 1 consecutive complete lines, numbered from `first_line_no`, each ended by '\n'
+  /// (the block's last byte is one). The tailer hands over whole runs of lines read at once
+  /// this way, so a sink can look at a block instead of at every line; the default calls
+  /// OnLine() for each line.
+  virtual void OnLines(const LogSource& source, uint64_t first_line_no, uint64_t count,
+                       std::string_view block);
   /// The source's file and directory are gone (pod deleted).
   virtual void OnSourceGone(const LogSource& source) = 0;
   /// After each pass over all files: a good moment to publish what the lines changed.
