@@ -33,13 +33,14 @@ void RemoveAnsi(std::string_view in, std::string* out) {
   out->reserve(in.size());
   size_t i = 0;
   while (i < in.size()) {
-    char c = in[i];
-    if (c != '\x1b') {
-      out->push_back(c);
-      ++i;
-      continue;
-    }
-    ++i;
+    // The text between escape sequences is copied in one piece, not byte by byte: coloured
+    // consoles put a few codes on long lines.
+    const void* esc = memchr(in.data() + i, '\x1b', in.size() - i);
+    const size_t e =
+        esc == nullptr ? in.size() : static_cast<size_t>(static_cast<const char*>(esc) - in.data());
+    out->append(in.data() + i, e - i);
+    if (e == in.size()) break;
+    i = e + 1;
     if (i < in.size() && in[i] == '[') {
       // CSI: parameters and intermediates, then one final byte in 0x40..0x7E.
       ++i;

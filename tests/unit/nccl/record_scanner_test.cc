@@ -216,5 +216,31 @@ TEST(RecordScannerTest, HostNamesOfEveryLengthAroundTheWordSize) {
   }
 }
 
+// pid, tid and [dev] of every length: the eight-bytes-at-once digit parser and its byte-loop
+// fallback (eight digits or more, or a line ending within eight bytes) must agree.
+TEST(RecordScannerTest, PrefixNumbersOfEveryLength) {
+  const std::string digits = "9876543210";
+  for (size_t pl = 1; pl <= 9; ++pl) {
+    for (size_t dl = 1; dl <= 7; ++dl) {
+      const std::string pid = digits.substr(0, pl);
+      const std::string tid = digits.substr(10 - pl);
+      const std::string dev = std::string("1234567").substr(0, dl);
+      for (const std::string tail : {" NCCL INFO Using network IB", " NCCL INFO"}) {
+        const std::string line = "node-7:" + pid + ":" + tid + " [" + dev + "]" + tail;
+        auto r = Scan(line);
+        ASSERT_EQ(r.size(), 1u) << line;
+        EXPECT_EQ(r[0].pid, std::stoul(pid)) << line;
+        EXPECT_EQ(r[0].tid, std::stoul(tid)) << line;
+        EXPECT_EQ(r[0].dev, std::stoi(dev)) << line;
+        EXPECT_EQ(r[0].proc_key, "node-7:" + pid);
+      }
+    }
+  }
+  // Ten digits fit a pid only up to 4294967295.
+  auto r = Scan("h:4294967295:1 [0] NCCL INFO x");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].pid, 4294967295u);
+}
+
 }  // namespace
 }  // namespace efawatch::nccl
