@@ -113,19 +113,23 @@ void Tailer::Run(const std::stop_token& stop) {
   auto next_scan = clock_.Now();
   // At least one pass, even when stopped at once: a restart must catch up before it checkpoints.
   do {
+    bool backlog = false;  // a file had more than read_chunk_bytes to read: no waiting
     {
       std::lock_guard lock(run_mu_);
       // A directory walk costs far more than reading the files we follow: walk only when
       // inotify saw a file or directory come or go, and on the poll interval as a fallback.
-      Pass(scan || clock_.Now() >= next_scan);
+      backlog = Pass(scan || clock_.Now() >= next_scan);
     }
     if (scan || clock_.Now() >= next_scan) next_scan = clock_.Now() + options_.poll_interval;
     scan = false;
     // Wait for inotify or the poll interval; wake every 100 ms to notice a stop request.
     while (!stop.stop_requested() && clock_.Now() < next_scan) {
       pollfd p{inotify_fd_, POLLIN, 0};
-      const int r = ::poll(&p, inotify_fd_ >= 0 ? 1 : 0, 100);
-      if (r <= 0) continue;
+      const int r = ::poll(&p, inotify_fd_ >= 0 ? 1 : 0, backlog ? 0 : 100);
+      if (r <= 0) {
+        if (backlog) break;
+        continue;
+      }
       alignas(inotify_event) char buf[64 * 1024];
       ssize_t n;
       while ((n = ::read(inotify_fd_, buf, sizeof(buf))) > 0) {
@@ -150,22 +154,24 @@ void Tailer::Run(const std::stop_token& stop) {
       // containers write, and still well under a second of lag. Each pass costs a read per
       // written file and a verdict per changed container, so with many busy containers the pass
       // rate, not the line rate, sets most of the agent's CPU (bench/pod_logs.sh).
-      ::poll(nullptr, 0, kCoalesceMs);
+      if (!backlog) ::poll(nullptr, 0, kCoalesceMs);
       break;
     }
   } while (!stop.stop_requested());
 }
 
-void Tailer::PollOnce() { Pass(true); }
+bool Tailer::PollOnce() { return Pass(true); }
 
-void Tailer::Pass(bool scan) {
+bool Tailer::Pass(bool scan) {
   if (scan) Scan();
-  for (auto& [path, t] : tracked_) ReadFile(*t, false);
+  bool backlog = false;
+  for (auto& [path, t] : tracked_) backlog = ReadFile(*t, false) || backlog;
   sink_->OnPassComplete();
   if (!options_.state_file.empty() && clock_.Now() >= next_checkpoint_) {
     WriteCheckpoint();
     next_checkpoint_ = clock_.Now() + options_.checkpoint_interval;
   }
+  return backlog;
 }
 
 bool Tailer::InsideRoot(const fs::path& p) const {
@@ -347,7 +353,7 @@ void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {
   tracked_[key] = std::move(t);
 }
 
-void Tailer::ReadFile(Tracked& t, bool to_eof) {
+bool Tailer::ReadFile(Tracked& t, bool to_eof) {
   static thread_local std::vector<char> buf(256 * 1024);
   size_t budget = to_eof ? SIZE_MAX : options_.read_chunk_bytes;
   // Read first, fstat only when nothing came: a file with new bytes is at least as long as our
@@ -357,7 +363,7 @@ void Tailer::ReadFile(Tracked& t, bool to_eof) {
   while (budget > 0) {
     const size_t want = std::min(buf.size(), budget);
     const ssize_t n = ::pread(t.fd, buf.data(), want, static_cast<off_t>(t.offset));
-    if (n < 0) break;
+    if (n < 0) return false;
     if (n == 0) {
       if (checked_size) break;
       checked_size = true;
@@ -379,6 +385,7 @@ void Tailer::ReadFile(Tracked& t, bool to_eof) {
     // next pass.
     if (static_cast<size_t>(n) < want) break;
   }
+  return budget == 0;
 }
 
 void Tailer::Deliver(Tracked& t, std::string_view data) {

@@ -84,18 +84,22 @@ class Tailer {
   absl::Status Start();
   void Stop();
 
-  /// One pass: rescan, read new bytes, checkpoint if due. For tests driving it without the
-  /// thread; not to be mixed with Start().
-  void PollOnce();
+  /// One pass: rescan, read new bytes (at most read_chunk_bytes per file), checkpoint if due.
+  /// Returns true when a file has more to read: the thread then runs the next pass at once
+  /// instead of waiting for inotify. For tests driving it without the thread; not to be mixed
+  /// with Start().
+  bool PollOnce();
 
   const TailerCounters& counters() const { return counters_; }
 
  private:
   struct Tracked;
   void Run(const std::stop_token& stop);
-  void Pass(bool scan);
+  /// Returns true when a file had more to read than read_chunk_bytes.
+  bool Pass(bool scan);
   void Scan();
-  void ReadFile(Tracked& t, bool to_eof);
+  /// Returns true when it stopped at the read budget, with more to read.
+  bool ReadFile(Tracked& t, bool to_eof);
   void Deliver(Tracked& t, std::string_view data);
   void OpenTracked(const LogSource& src, bool allow_resume);
   void WriteCheckpoint();
