@@ -242,5 +242,20 @@ TEST(RecordScannerTest, PrefixNumbersOfEveryLength) {
   EXPECT_EQ(r[0].pid, 4294967295u);
 }
 
+// A second record on the line is found wherever it starts relative to the 16-byte steps of the
+// marker search, past look-alikes ("NCCL_", "NxxL ", "NCCLX").
+TEST(RecordScannerTest, FindsTheNextRecordAtEveryOffset) {
+  for (size_t pad = 0; pad <= 48; ++pad) {
+    const std::string first = "h:1:2 [0] NCCL INFO NCCL_X=1 NxxL NCCLX " + std::string(pad, 'x');
+    const std::string line = first + " node-b:3:4 [1] NCCL INFO Using network IB";
+    auto r = Scan(line);
+    ASSERT_EQ(r.size(), 2u) << line;
+    EXPECT_EQ(r[0].pid, 1u);
+    EXPECT_EQ(r[1].pid, 3u);
+    EXPECT_EQ(r[1].host, "node-b");
+    EXPECT_EQ(r[1].message, "Using network IB");
+  }
+}
+
 }  // namespace
 }  // namespace efawatch::nccl
