@@ -74,6 +74,8 @@ PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
                                                         : nccl::Envelope::kAuto;
     o.group_by_source = true;
     c.analyzer = std::make_unique<nccl::Analyzer>(o);
+    c.source_name = source.path.string();
+    c.needs_eval = true;
   }
   last_source_ = &source;
   last_path_ = &source.path;
@@ -81,13 +83,36 @@ PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
   return c;
 }
 
+void PodAnalysis::MarkWritten(Container& c) {
+  c.dirty = true;
+  if (c.gone) {
+    // Written again after it was reported gone: its verdict and findings are live again.
+    c.gone = false;
+    c.needs_eval = true;
+  }
+}
+
 void PodAnalysis::OnLine(const LogSource& source, uint64_t line_no, std::string_view line) {
   Container& c = Get(source);
   ++c.lines;
-  c.gone = false;
-  c.dirty = true;
+  MarkWritten(c);
   if (!nccl::MaybeNcclLine(line) && !IsCriPartial(line)) return;
-  c.analyzer->Feed(source.path.string(), line_no, line);
+  c.analyzer->Feed(c.source_name, line_no, line);
+  c.needs_eval = true;
+}
+
+void PodAnalysis::OnLines(const LogSource& source, uint64_t first_line_no, uint64_t count,
+                          std::string_view block) {
+  Container& c = Get(source);
+  c.lines += count;
+  MarkWritten(c);
+  // The same lines as OnLine() would feed: those MaybeNcclLine() accepts and CRI partial pieces
+  // (which always hold " P "), found by one search per substring over the whole block.
+  nccl::ForEachMaybeNcclLine(block, " P ", [&](uint64_t index, std::string_view line, bool nccl) {
+    if (!nccl && !IsCriPartial(line)) return;
+    c.analyzer->Feed(c.source_name, first_line_no + index, line);
+    c.needs_eval = true;
+  });
 }
 
 void PodAnalysis::OnSourceGone(const LogSource& source) {
@@ -97,6 +122,7 @@ void PodAnalysis::OnSourceGone(const LogSource& source) {
   it->second.gone = true;
   it->second.gone_at = clock_.Now();
   it->second.dirty = true;
+  it->second.needs_eval = true;
 }
 
 ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding>* findings) const {
@@ -165,39 +191,55 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
 void PodAnalysis::OnPassComplete() {
   const auto now = clock_.Now();
   last_ = nullptr;  // the tailer may free or reuse its LogSource objects between passes
-  for (auto& [key, c] : containers_) {
-    if (c.dirty) c.last_write = now;
-  }
-  bool changed = false;
+  // Only what changed is evaluated and published: with hundreds of busy containers a pass
+  // comes several times a second, and rebuilding every verdict and finding each time cost more
+  // than reading the lines (bench/pod_logs.sh).
+  std::vector<std::string> removed;
+  std::vector<std::pair<const std::string*, const ContainerVerdict*>> changed;
+  bool findings_changed = false;
   for (auto it = containers_.begin(); it != containers_.end();) {
     Container& c = it->second;
     if (c.gone && now - c.gone_at >= options_.grace_period) {
-      last_ = nullptr;
+      removed.push_back(it->first);
+      findings_changed = true;
       it = containers_.erase(it);
-      changed = true;
       continue;
     }
-    changed = changed || c.dirty;
+    if (c.dirty) {
+      c.last_write = now;
+      if (c.needs_eval) {
+        // Reports are cheap (they grow with processes, not lines) but not free.
+        c.findings.clear();
+        c.verdict = Evaluate(c, &c.findings);
+        c.needs_eval = false;
+        findings_changed = true;
+      } else {
+        // Only lines the analyzer never saw came: nothing but the line count moved.
+        c.verdict.lines = c.lines;
+      }
+      c.dirty = false;
+      changed.emplace_back(&it->first, &c.verdict);
+    }
     ++it;
   }
-  if (!changed) return;
-  std::map<std::string, ContainerVerdict> verdicts;
-  std::vector<common::Finding> findings;
-  for (auto& [key, c] : containers_) {
-    // Reports are cheap (they grow with processes, not lines) but not free: only containers
-    // that changed are evaluated again.
-    if (c.dirty) {
-      c.findings.clear();
-      c.verdict = Evaluate(c, &c.findings);
-      c.dirty = false;
-    }
-    verdicts[key] = c.verdict;
-    if (!c.gone) findings.insert(findings.end(), c.findings.begin(), c.findings.end());
-  }
+  if (removed.empty() && changed.empty() && evicted_published_ == evicted_) return;
   {
     std::lock_guard lock(mu_);
-    verdicts_ = std::move(verdicts);
+    for (const auto& key : removed) verdicts_.erase(key);
+    for (const auto& [key, verdict] : changed) verdicts_[*key] = *verdict;
+    // A container evicted by Get() leaves a verdict behind: drop the ones with no container.
+    if (evicted_published_ != evicted_) {
+      for (auto v = verdicts_.begin(); v != verdicts_.end();) {
+        v = containers_.contains(v->first) ? std::next(v) : verdicts_.erase(v);
+      }
+      findings_changed = true;
+    }
     evicted_published_ = evicted_;
+  }
+  if (!findings_changed) return;
+  std::vector<common::Finding> findings;
+  for (const auto& [key, c] : containers_) {
+    if (!c.gone) findings.insert(findings.end(), c.findings.begin(), c.findings.end());
   }
   board_->Publish("nccl", std::move(findings));
 }

@@ -53,6 +53,8 @@ class PodAnalysis final : public LineSink, public common::Collector {
               common::FindingsBoard* board, const TailerCounters* tailer);
 
   void OnLine(const LogSource& source, uint64_t line_no, std::string_view line) override;
+  void OnLines(const LogSource& source, uint64_t first_line_no, uint64_t count,
+               std::string_view block) override;
   void OnSourceGone(const LogSource& source) override;
   void OnPassComplete() override;
   std::string Checkpoint() const override;
@@ -76,10 +78,12 @@ class PodAnalysis final : public LineSink, public common::Collector {
     ContainerVerdict restored;  // from the checkpoint, until this run shows its own evidence
     std::vector<common::Finding> restored_findings;
     bool has_restored = false;
+    std::string source_name;  // source.path as a string, the analyzer's source name
     uint64_t lines = 0;
     uint64_t nccl_lines_before = 0;  // counted by earlier runs' analyzers
     uint64_t malformed_before = 0;
-    bool dirty = true;
+    bool dirty = true;       // lines came (or the container went) since the last pass
+    bool needs_eval = true;  // the verdict may have changed beyond its line count
     std::chrono::steady_clock::time_point last_write{};
     std::chrono::steady_clock::time_point gone_at{};
     bool gone = false;
@@ -87,6 +91,7 @@ class PodAnalysis final : public LineSink, public common::Collector {
     std::vector<common::Finding> findings;  // latest evaluation's findings
   };
   Container& Get(const LogSource& source);
+  void MarkWritten(Container& c);
   ContainerVerdict Evaluate(Container& c, std::vector<common::Finding>* findings) const;
 
   const PodAnalysisOptions options_;
@@ -99,8 +104,8 @@ class PodAnalysis final : public LineSink, public common::Collector {
   const std::filesystem::path* last_path_ = nullptr;
   Container* last_ = nullptr;
 
-  mutable std::mutex mu_;  // guards the fields below
-  std::map<std::string, ContainerVerdict> verdicts_;
+  mutable std::mutex mu_;                             // guards the fields below
+  std::map<std::string, ContainerVerdict> verdicts_;  // updated in place, entry by entry
   uint64_t evicted_published_ = 0;
 };
 

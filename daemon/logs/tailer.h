@@ -29,6 +29,12 @@ class LineSink {
   /// One complete line, without its newline. `line_no` counts lines of the source's stream,
   /// across rotations.
   virtual void OnLine(const LogSource& source, uint64_t line_no, std::string_view line) = 0;
+  /// `count` >= 1 consecutive complete lines, numbered from `first_line_no`, each ended by '\n'
+  /// (the block's last byte is one). The tailer hands over whole runs of lines read at once
+  /// this way, so a sink can look at a block instead of at every line; the default calls
+  /// OnLine() for each line.
+  virtual void OnLines(const LogSource& source, uint64_t first_line_no, uint64_t count,
+                       std::string_view block);
   /// The source's file and directory are gone (pod deleted).
   virtual void OnSourceGone(const LogSource& source) = 0;
   /// After each pass over all files: a good moment to publish what the lines changed.
@@ -78,18 +84,22 @@ class Tailer {
   absl::Status Start();
   void Stop();
 
-  /// One pass: rescan, read new bytes, checkpoint if due. For tests driving it without the
-  /// thread; not to be mixed with Start().
-  void PollOnce();
+  /// One pass: rescan, read new bytes (at most read_chunk_bytes per file), checkpoint if due.
+  /// Returns true when a file has more to read: the thread then runs the next pass at once
+  /// instead of waiting for inotify. For tests driving it without the thread; not to be mixed
+  /// with Start().
+  bool PollOnce();
 
   const TailerCounters& counters() const { return counters_; }
 
  private:
   struct Tracked;
   void Run(const std::stop_token& stop);
-  void Pass(bool scan);
+  /// Returns true when a file had more to read than read_chunk_bytes.
+  bool Pass(bool scan);
   void Scan();
-  void ReadFile(Tracked& t, bool to_eof);
+  /// Returns true when it stopped at the read budget, with more to read.
+  bool ReadFile(Tracked& t, bool to_eof);
   void Deliver(Tracked& t, std::string_view data);
   void OpenTracked(const LogSource& src, bool allow_resume);
   void WriteCheckpoint();

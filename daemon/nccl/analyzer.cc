@@ -603,10 +603,11 @@ void HandleWarn(ProcState* p, const Record& r, const Ctx& c) {
 
 ProcState* GetProc(State* st, const Record& r, uint32_t source) {
   std::string_view key = r.proc_key;
-  std::string unattributed;
   if (key.empty()) {
-    unattributed = "?" + std::to_string(source);
-    key = unattributed;
+    // Records without a prefix share one process per source. Built in a reused buffer: a local
+    // string here was constructed (and destroyed) for every record.
+    st->unattributed_key.assign("?").append(std::to_string(source));
+    key = st->unattributed_key;
   }
   if (st->last_proc != nullptr && internal::Eq(st->last_key, key)) return st->last_proc;
   // Interleaved ranks defeat the last-process cache; a small table indexed by pid avoids most

@@ -1,6 +1,8 @@
 #include "daemon/nccl/record_scanner.h"
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 
 #include "daemon/nccl/text_util.h"
@@ -194,29 +196,62 @@ constexpr std::array<bool, 256> kHostStop = [] {
   return t;
 }();
 
+// Index of the first host-stop byte in line[0, limit), or `limit`. Eight bytes per step (the
+// "has zero byte" test of https://graphics.stanford.edu/~seander/bithacks.html#ZeroInWord, once
+// per stop byte): host names are 10-60 bytes, and a table load per byte was the top line of the
+// scanner's profile. The test may flag bytes after the first match, never before it.
+size_t HostStopAt(std::string_view line, size_t limit) {
+  size_t i = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr uint64_t kOnes = 0x0101010101010101ull;
+    constexpr uint64_t kHigh = 0x8080808080808080ull;
+    auto zero_bytes = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+    while (i + 8 <= limit) {
+      uint64_t w;
+      memcpy(&w, line.data() + i, 8);
+      const uint64_t hit = zero_bytes(w ^ (kOnes * ':')) | zero_bytes(w ^ (kOnes * ' ')) |
+                           zero_bytes(w ^ (kOnes * '\t')) | zero_bytes(w ^ (kOnes * '|'));
+      if (hit != 0) return i + static_cast<size_t>(std::countr_zero(hit) >> 3);
+      i += 8;
+    }
+  }
+  while (i < limit && !kHostStop[static_cast<unsigned char>(line[i])]) ++i;
+  return i;
+}
+
+// Parses up to `max` decimal digits at line[i]; returns the index after them.
+size_t ParseDigits(std::string_view line, size_t i, size_t max, uint64_t* value) {
+  const size_t n = std::min(line.size(), i + max);
+  uint64_t v = 0;
+  while (i < n) {
+    const unsigned d = static_cast<unsigned char>(line[i]) - unsigned{'0'};
+    if (d > 9) break;
+    v = v * 10 + d;
+    ++i;
+  }
+  *value = v;
+  return i;
+}
+
 // The common case: the line starts with "host:pid:tid [dev] NCCL INFO ". Parsed forwards in one
 // pass; returns the message start or npos (then the general search runs).
 size_t ForwardInfoPrefix(std::string_view line, Record* r) {
   const size_t n = line.size();
   const size_t host_limit = n < kMaxHost ? n : kMaxHost;
-  size_t i = 0;
-  while (i < host_limit && !kHostStop[static_cast<unsigned char>(line[i])]) ++i;
+  size_t i = HostStopAt(line, host_limit);
   if (i == 0 || i >= n || line[i] != ':') return std::string_view::npos;
   size_t host_end = i++;
   uint64_t pid = 0, tid = 0, dev = 0;
   size_t b = i;
-  while (i < n && IsDigit(line[i]) && i - b < 10)
-    pid = pid * 10 + static_cast<uint64_t>(line[i++] - '0');
+  i = ParseDigits(line, i, 10, &pid);
   if (i == b || i >= n || line[i] != ':') return std::string_view::npos;
   size_t pid_end = i++;
   b = i;
-  while (i < n && IsDigit(line[i]) && i - b < 10)
-    tid = tid * 10 + static_cast<uint64_t>(line[i++] - '0');
+  i = ParseDigits(line, i, 10, &tid);
   if (i == b || i + 1 >= n || line[i] != ' ' || line[i + 1] != '[') return std::string_view::npos;
   i += 2;
   b = i;
-  while (i < n && IsDigit(line[i]) && i - b < 7)
-    dev = dev * 10 + static_cast<uint64_t>(line[i++] - '0');
+  i = ParseDigits(line, i, 7, &dev);
   if (i == b || i + 1 >= n || line[i] != ']' || line[i + 1] != ' ') return std::string_view::npos;
   i += 2;
   if (n - i < 9 || memcmp(line.data() + i, "NCCL INFO", 9) != 0) return std::string_view::npos;
@@ -237,6 +272,34 @@ bool MaybeNcclLine(std::string_view line) {
   return Find(line, "NCCL", 0) != std::string_view::npos ||
          Find(line, " INFO ", 0) != std::string_view::npos ||
          Find(line, " WARN ", 0) != std::string_view::npos;
+}
+
+void ForEachMaybeNcclLine(std::string_view block, std::string_view also,
+                          absl::FunctionRef<void(uint64_t, std::string_view, bool)> visit) {
+  constexpr size_t kNone = std::string_view::npos;
+  // The next occurrence of each substring at or after the current line (kNone: no more). None
+  // holds a newline, so an occurrence that starts inside a line ends inside it.
+  constexpr std::string_view kNeedles[3] = {"NCCL", " INFO ", " WARN "};
+  size_t next[3];
+  for (size_t k = 0; k < 3; ++k) next[k] = Find(block, kNeedles[k], 0);
+  size_t next_also = also.empty() ? kNone : Find(block, also, 0);
+  uint64_t index = 0;
+  size_t start = 0;
+  while (start < block.size()) {
+    const void* nl = memchr(block.data() + start, '\n', block.size() - start);
+    const size_t end = nl == nullptr
+                           ? block.size()
+                           : static_cast<size_t>(static_cast<const char*>(nl) - block.data());
+    bool nccl = false;
+    for (size_t k = 0; k < 3; ++k) {
+      if (next[k] != kNone && next[k] < start) next[k] = Find(block, kNeedles[k], start);
+      nccl = nccl || next[k] < end;
+    }
+    if (next_also != kNone && next_also < start) next_also = Find(block, also, start);
+    if (nccl || next_also < end) visit(index, block.substr(start, end - start), nccl);
+    ++index;
+    start = end + 1;
+  }
 }
 
 size_t FindRecords(std::string_view line, std::vector<Record>* out) {

@@ -164,7 +164,8 @@ struct State {
   ProcState* last_proc = nullptr;
   std::array<PidSlot, 1024> pid_cache{};
 
-  std::vector<Record> records;  // reused per line
+  std::vector<Record> records;   // reused per line
+  std::string unattributed_key;  // GetProc's key for records without a prefix
   std::string scratch;
   std::string json_text;
 };

@@ -51,15 +51,31 @@ inline bool Eq(std::string_view a, std::string_view b) {
   return SameBytes(x, y, n);
 }
 
-// FNV-1a (http://www.isthe.com/chongo/tech/comp/fnv/): a cheap first test before comparing
-// short keys such as communicator pointers.
+// A cheap first test before comparing short keys such as communicator pointers. Eight bytes per
+// step: a byte-wise hash (FNV-1a) chained a multiply per byte, whose latency made it a tenth of
+// the communicator line handler. The multiplier is the 64-bit finalizer constant of
+// MurmurHash3; any odd constant with well-mixed bits would do, the hash never leaves the process.
 inline uint64_t HashBytes(std::string_view s) {
-  uint64_t h = 14695981039346656037ull;
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
+  constexpr uint64_t kMul = 0xff51afd7ed558ccdull;
+  uint64_t h = s.size() * kMul;
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    memcpy(&w, s.data() + i, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
   }
-  return h;
+  if (i == s.size()) return h;
+  uint64_t tail = 0;
+  if (s.size() >= 8) {
+    memcpy(&tail, s.data() + s.size() - 8, 8);  // the last eight bytes, overlapping
+  } else {
+    for (size_t k = 0; k < s.size(); ++k) {
+      tail |= uint64_t{static_cast<unsigned char>(s[k])} << (8 * k);
+    }
+  }
+  h = (h ^ tail) * kMul;
+  return h ^ (h >> 29);
 }
 
 inline bool StartsWith(std::string_view s, std::string_view p) {

@@ -33,13 +33,14 @@ void RemoveAnsi(std::string_view in, std::string* out) {
   out->reserve(in.size());
   size_t i = 0;
   while (i < in.size()) {
-    char c = in[i];
-    if (c != '\x1b') {
-      out->push_back(c);
-      ++i;
-      continue;
-    }
-    ++i;
+    // The text between escape sequences is copied in one piece, not byte by byte: coloured
+    // consoles put a few codes on long lines.
+    const void* esc = memchr(in.data() + i, '\x1b', in.size() - i);
+    const size_t e =
+        esc == nullptr ? in.size() : static_cast<size_t>(static_cast<const char*>(esc) - in.data());
+    out->append(in.data() + i, e - i);
+    if (e == in.size()) break;
+    i = e + 1;
     if (i < in.size() && in[i] == '[') {
       // CSI: parameters and intermediates, then one final byte in 0x40..0x7E.
       ++i;
@@ -241,6 +242,14 @@ std::string_view CleanLine(std::string_view line, std::string* scratch, bool may
   if (may_hold_ansi && !line.empty() && memchr(line.data(), '\x1b', line.size()) != nullptr) {
     RemoveAnsi(line, scratch);
     line = *scratch;
+  }
+  // The common line needs no cleaning: it starts with a letter (a host name: no indentation,
+  // console wrapper, timestamp or box frame) and ends with a printable ASCII byte (no newline,
+  // padding or box frame, whose UTF-8 bytes are >= 0x80). Checked first, as every line comes here.
+  if (!line.empty()) {
+    const unsigned char first = static_cast<unsigned char>(line.front()) | 0x20;
+    const unsigned char last = static_cast<unsigned char>(line.back());
+    if (first >= 'a' && first <= 'z' && last > ' ' && last < 0x7f) return line;
   }
   // Trailing: newline, CR, padding, TUI frames.
   for (;;) {

@@ -100,6 +100,24 @@ TEST_F(TailerTest, CopyTruncateStartsAgainFromTheTop) {
   EXPECT_EQ(t.counters().truncations, 1u);
 }
 
+TEST_F(TailerTest, ReadsAtMostAChunkPerFilePerPassAndSaysWhenMoreIsLeft) {
+  fs::create_directories(fs::path(dir_.path()) / "pods");
+  RecordingSink sink;
+  TailerOptions o = Options();
+  o.read_chunk_bytes = 8;
+  Tailer t(o, &sink, clock_);
+  const fs::path log = Container() / "0.log";
+  Append(log, "aaa\nbbb\nccc\nddd\n");  // 16 bytes: two passes' worth
+  EXPECT_TRUE(t.PollOnce());
+  EXPECT_THAT(sink.lines, ElementsAre("train/worker-0/main:1:aaa", "train/worker-0/main:2:bbb"));
+  t.PollOnce();
+  EXPECT_EQ(sink.lines.size(), 4u);
+  EXPECT_FALSE(t.PollOnce()) << "all read";
+  Append(log, "e\n");
+  EXPECT_FALSE(t.PollOnce()) << "a short file is read whole";
+  EXPECT_EQ(sink.lines.back(), "train/worker-0/main:5:e");
+}
+
 TEST_F(TailerTest, DeletedPodIsReportedGone) {
   fs::create_directories(fs::path(dir_.path()) / "pods");
   RecordingSink sink;

@@ -31,27 +31,38 @@ struct Dispute {
 };
 constexpr Dispute kDisputes[] = {
     {"003-", "tcp_fallback", "no",
-     "the MANIFEST note says two long NvYt-* host names, but all 8 prefixed lines carry one and "
-     "the same host name, and its two processes (pid 97 [0], pid 98 [1]) bootstrap from the same "
-     "global IPv6 address (veth0 2a02:6b8:fc1d:3606:0:4457:edef:600a); no nranks, nNodes, "
-     "channel, connect or error line shows a second node. NCCL_IB_DISABLE=1 and NET/Socket : "
-     "Using are printed by one-node jobs too (reference/nccl-log-formats.md 3.1), so the "
+     "the MANIFEST note says two long NvYt-* host names, but lines 1-4 and 6-9 (all 8 records) "
+     "carry one and the same host name (NvYt-dcf441d17e21-...-c2959af0), and its two processes "
+     "(pid 97 dev [0], lines 1-4; pid 98 dev [1], lines 6-9) bootstrap from the same addresses "
+     "(lines 1 and 6: ip6tnl0 fe80::e866:19ff:fe1e:a688, veth0 "
+     "2a02:6b8:fc1d:3606:0:4457:edef:600a). "
+     "No nranks, nNodes, channel, connect or error line shows a second node. NCCL_IB_DISABLE=1 "
+     "(lines 3, 8) and NET/Socket : Using (lines 4, 9) are printed by one-node jobs too "
+     "(reference/nccl-log-formats.md 3.1), and 3.2 flags TCP fallback only when multi-node: the "
      "excerpt shows a one-node, two-GPU job with no TCP traffic between nodes"},
     {"003-", "inter_node_transport", "none(single node)",
-     "same excerpt: one host name and one bootstrap address for both processes"},
+     "same excerpt: one host name (lines 1-9) and one bootstrap address list (lines 1, 6) for "
+     "both processes"},
     {"023-", "inter_node_transport", "none(single node)",
-     "all 10 prefixed lines come from one host (algo-1: 4 processes, devices 1, 2, 3, 7) and no "
-     "line names another; there is no nranks/nNodes, channel, connect or completion line. The "
-     "aws-ofi-nccl lines (p4d.24xlarge platform, provider efa with 4 NICs, SENDRECV, one domain "
-     "per process) and 'Using non-device net plugin version 0' come from net initialization, "
-     "which one-node jobs run too: they name the net inter-node traffic would use, not traffic. "
-     "045 (same SageMaker setup, algo-1 only) is labelled unknown"},
+     "all 10 prefixed lines (1-6, 8-11) come from one host, algo-1 (4 processes: pids 18569, "
+     "18564, 18565, 18563 on devices 7, 2, 3, 1), and no line names another host or address; "
+     "there is no nranks/nNodes, channel, connect or completion line (reference 3.1 lists those "
+     "as the evidence of a multi-node job). 'Selected Provider is efa (found 4 nics)' (lines 5, "
+     "6), 'Internode latency set at 75.0 us' (line 2, a plugin constant) and 'Using non-device net "
+     "plugin version 0' (line 11) come from net initialization, which one-node jobs run too: they "
+     "name the net inter-node traffic would use, not traffic. A rule that read them as inter-node "
+     "traffic would contradict 038, labelled single node on the same kind of evidence (one host, "
+     "'Using network IB', nothing else), and 045 (the same SageMaker setup, algo-1 only, "
+     "'Selected Provider is efa', 'Using network AWS Libfabric') is labelled unknown"},
     {"078-", "gdr", "unknown",
      "no /GDRDMA channel line, no 'GPU Direct RDMA Enabled', no NCCL_NET_GDR_LEVEL or "
-     "FI_EFA_USE_DEVICE_RDMA echo, no peer-memory line in the excerpt. The only hint is 'Got "
-     "completion ... with error 4' (IBV_WC_LOC_PROT_ERR) on both VMs, a memory registration "
-     "fault that broken GDR often causes but host-memory registration can cause too; 'GDR "
-     "test' is the issue's title, not the excerpt's"},
+     "FI_EFA_USE_DEVICE_RDMA echo, no peer-memory line in the excerpt. The only hint is the WARN "
+     "'Got completion from peer ... with error 4' on both VMs (lines 1 and 8), "
+     "IBV_WC_LOC_PROT_ERR: "
+     "a memory registration fault (reference 2.6: 'memory registration / GDR problem') that a "
+     "broken GPU registration can cause, but so can a host-memory registration under a VM's "
+     "IOMMU; it does not tell whether GDR was on. 'GDR test' is the issue's title, not the "
+     "excerpt's"},
 };
 
 const Dispute* FindDispute(const std::string& file, const std::string& column) {

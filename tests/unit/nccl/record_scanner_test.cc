@@ -145,5 +145,117 @@ TEST(RecordScannerTest, PreFilter) {
   EXPECT_FALSE(MaybeNcclLine("GET /healthz 200"));
 }
 
+// The block pre-filter must pick exactly the lines MaybeNcclLine() picks, one by one, whatever
+// wraps them (CRI, docker json, launcher prefixes), plus the lines holding `also`.
+TEST(RecordScannerTest, BlockPreFilterPicksTheLinesMaybeNcclLinePicks) {
+  const std::vector<std::string> lines = {
+      "step 1 loss 0.25",
+      "2026-12-02T10:00:00.000000001Z stdout F h:1:2 [0] NCCL INFO Using network Socket",
+      "2026-12-02T10:00:00.000000001Z stdout F step 2 loss 0.24",
+      R"({"log":"h:1:2 [0] NCCL WARN NET/OFI fi_getinfo failed\n","stream":"stdout"})",
+      "[1,0]<stdout>:h:1:2 [0] INFO legacy record",
+      "2026-12-02T10:00:00.000000001Z stderr P first piece without the token",
+      "",
+      "(RayTrainWorker pid=7) export NCCL_SOCKET_IFNAME=lo",
+      "a line that ends in WARN",
+      "x WARN y NCCL",
+      "GET /healthz 200",
+  };
+  std::string block;
+  for (const auto& l : lines) block += l + "\n";
+  for (const bool with_also : {false, true}) {
+    std::vector<std::string> got;
+    ForEachMaybeNcclLine(block, with_also ? " P " : "",
+                         [&](uint64_t index, std::string_view line, bool nccl) {
+                           ASSERT_LT(index, lines.size());
+                           EXPECT_EQ(line, lines[index]);
+                           EXPECT_EQ(nccl, MaybeNcclLine(line)) << line;
+                           got.push_back(std::to_string(index));
+                         });
+    std::vector<std::string> want;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (MaybeNcclLine(lines[i]) || (with_also && lines[i].find(" P ") != std::string::npos)) {
+        want.push_back(std::to_string(i));
+      }
+    }
+    EXPECT_EQ(got, want) << "also=" << with_also;
+  }
+  // The block's last line may lack its newline.
+  std::vector<uint64_t> last;
+  ForEachMaybeNcclLine("a\nb NCCL", "", [&](uint64_t index, std::string_view line, bool) {
+    EXPECT_EQ(line, "b NCCL");
+    last.push_back(index);
+  });
+  EXPECT_EQ(last, std::vector<uint64_t>{1});
+}
+
+// The forward prefix parser reads host names eight bytes at a time: every length around the
+// word size, and each byte that ends a host name, must give the same record as a byte loop.
+TEST(RecordScannerTest, HostNamesOfEveryLengthAroundTheWordSize) {
+  for (size_t len = 1; len <= 40; ++len) {
+    std::string host;
+    for (size_t i = 0; i < len; ++i) host += static_cast<char>('a' + i % 26);
+    const std::string line = host + ":1234567:89 [7] NCCL INFO Using network IB";
+    auto r = Scan(line);
+    ASSERT_EQ(r.size(), 1u) << line;
+    EXPECT_EQ(r[0].host, host);
+    EXPECT_EQ(r[0].proc_key, host + ":1234567");
+    EXPECT_EQ(r[0].pid, 1234567u);
+    EXPECT_EQ(r[0].tid, 89u);
+    EXPECT_EQ(r[0].dev, 7);
+    EXPECT_EQ(r[0].message, "Using network IB");
+  }
+  // A blank or '|' inside what would be the host name: the record starts after it.
+  for (const char stop : {' ', '\t', '|'}) {
+    const std::string line =
+        std::string("wrapper") + stop + "node-1:42:43 [0] NCCL INFO Using network IB";
+    auto r = Scan(line);
+    ASSERT_EQ(r.size(), 1u) << line;
+    EXPECT_EQ(r[0].host, "node-1");
+    EXPECT_EQ(r[0].pid, 42u);
+  }
+}
+
+// pid, tid and [dev] of every length: the eight-bytes-at-once digit parser and its byte-loop
+// fallback (eight digits or more, or a line ending within eight bytes) must agree.
+TEST(RecordScannerTest, PrefixNumbersOfEveryLength) {
+  const std::string digits = "9876543210";
+  for (size_t pl = 1; pl <= 9; ++pl) {
+    for (size_t dl = 1; dl <= 7; ++dl) {
+      const std::string pid = digits.substr(0, pl);
+      const std::string tid = digits.substr(10 - pl);
+      const std::string dev = std::string("1234567").substr(0, dl);
+      for (const std::string tail : {" NCCL INFO Using network IB", " NCCL INFO"}) {
+        const std::string line = "node-7:" + pid + ":" + tid + " [" + dev + "]" + tail;
+        auto r = Scan(line);
+        ASSERT_EQ(r.size(), 1u) << line;
+        EXPECT_EQ(r[0].pid, std::stoul(pid)) << line;
+        EXPECT_EQ(r[0].tid, std::stoul(tid)) << line;
+        EXPECT_EQ(r[0].dev, std::stoi(dev)) << line;
+        EXPECT_EQ(r[0].proc_key, "node-7:" + pid);
+      }
+    }
+  }
+  // Ten digits fit a pid only up to 4294967295.
+  auto r = Scan("h:4294967295:1 [0] NCCL INFO x");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].pid, 4294967295u);
+}
+
+// A second record on the line is found wherever it starts relative to the 16-byte steps of the
+// marker search, past look-alikes ("NCCL_", "NxxL ", "NCCLX").
+TEST(RecordScannerTest, FindsTheNextRecordAtEveryOffset) {
+  for (size_t pad = 0; pad <= 48; ++pad) {
+    const std::string first = "h:1:2 [0] NCCL INFO NCCL_X=1 NxxL NCCLX " + std::string(pad, 'x');
+    const std::string line = first + " node-b:3:4 [1] NCCL INFO Using network IB";
+    auto r = Scan(line);
+    ASSERT_EQ(r.size(), 2u) << line;
+    EXPECT_EQ(r[0].pid, 1u);
+    EXPECT_EQ(r[1].pid, 3u);
+    EXPECT_EQ(r[1].host, "node-b");
+    EXPECT_EQ(r[1].message, "Using network IB");
+  }
+}
+
 }  // namespace
 }  // namespace efawatch::nccl
