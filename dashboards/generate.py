@@ -18,9 +18,10 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 SEL = 'cluster=~"$cluster"'
 NODE_SEL = 'cluster=~"$cluster", node=~"$node"'
 NS_SEL = 'cluster=~"$cluster", namespace=~"$namespace"'
+NODE_NS_SEL = 'cluster=~"$cluster", node=~"$node", namespace=~"$namespace"'
 
 
-def variables(node_multi=True, with_namespace=True):
+def variables(node_multi=True):
     def query_var(name, query, multi=True, include_all=True):
         v = {
             "name": name,
@@ -58,10 +59,9 @@ def variables(node_multi=True, with_namespace=True):
             include_all=node_multi,
         ),
     ]
-    if with_namespace:
-        out.append(
-            query_var("namespace", 'label_values(efawatch_nccl_info{cluster=~"$cluster"}, namespace)')
-        )
+    out.append(
+        query_var("namespace", 'label_values(efawatch_nccl_info{cluster=~"$cluster"}, namespace)')
+    )
     return out
 
 
@@ -356,17 +356,17 @@ def node():
     b.panel(
         "table",
         "NCCL containers and their transports",
-        f"max by (namespace, pod, container, network, transport, ofi_provider, nccl_version) (efawatch_nccl_info{{{NODE_SEL}}})",
+        f"max by (namespace, pod, container, network, transport, ofi_provider, nccl_version) (efawatch_nccl_info{{{NODE_NS_SEL}}})",
         w=24,
     )
     b.panel(
         "table",
         "Verdicts per container",
         [
-            f"max by (namespace, pod, container) (efawatch_nccl_tcp_fallback{{{NODE_SEL}}})",
-            f"max by (namespace, pod, container) (efawatch_nccl_loopback_misuse{{{NODE_SEL}}})",
-            f"max by (namespace, pod, container) (efawatch_nccl_net_plugin_missing{{{NODE_SEL}}})",
-            f"max by (namespace, pod, container) (efawatch_nccl_gdr_disabled{{{NODE_SEL}}})",
+            f"max by (namespace, pod, container) (efawatch_nccl_tcp_fallback{{{NODE_NS_SEL}}})",
+            f"max by (namespace, pod, container) (efawatch_nccl_loopback_misuse{{{NODE_NS_SEL}}})",
+            f"max by (namespace, pod, container) (efawatch_nccl_net_plugin_missing{{{NODE_NS_SEL}}})",
+            f"max by (namespace, pod, container) (efawatch_nccl_gdr_disabled{{{NODE_NS_SEL}}})",
         ],
         w=24,
     )
@@ -380,8 +380,8 @@ def node():
         "timeseries",
         "NCCL warnings and errors",
         [
-            f"sum by (namespace, pod) (increase(efawatch_nccl_warnings_total{{{NODE_SEL}}}[$__rate_interval]))",
-            f"sum by (namespace, pod) (increase(efawatch_nccl_errors_total{{{NODE_SEL}}}[$__rate_interval]))",
+            f"sum by (namespace, pod) (increase(efawatch_nccl_warnings_total{{{NODE_NS_SEL}}}[$__rate_interval]))",
+            f"sum by (namespace, pod) (increase(efawatch_nccl_errors_total{{{NODE_NS_SEL}}}[$__rate_interval]))",
         ],
     )
     b.row("Fabric probes")
@@ -451,7 +451,7 @@ def node():
         w=8,
         legend="{{collector}}",
     )
-    return b.json(variables(node_multi=False, with_namespace=False))
+    return b.json(variables(node_multi=False))
 
 
 def job():
