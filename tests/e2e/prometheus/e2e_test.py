@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End to end: a real Prometheus scrapes a real efawatchd and evaluates the real rules.
 
-The agent runs on a copy of the p5.48xlarge sysfs fixture with one EFA device removed, and on
+The agent runs with the base ConfigMap's efawatchd.conf (flags point it at the fixtures and at
+free ports), on a copy of the p5.48xlarge sysfs fixture with one EFA device removed, and on
 a pod log tree built from the NCCL fixtures (a TCP fallback, a loopback misuse, GPUDirect RDMA
 off, a healthy EFA job). While Prometheus watches, the test raises an EFA error counter, writes
 a log line over the agent's line limit, and runs an on-demand fabric ping. A second scrape target
@@ -169,10 +170,22 @@ def wait_for(what, pred, deadline, interval=0.5):
         time.sleep(interval)
 
 
+def deployed_config(path):
+    """efawatchd.conf from the base ConfigMap, as the DaemonSet gives it to the agent."""
+    text = (SOURCE / "deploy/kubernetes/base/configmap.yaml").read_text()
+    m = re.search(r"^  efawatchd\.conf: \|\n((?:    .*\n|\n)+)", text, re.M)
+    assert m, "no efawatchd.conf in deploy/kubernetes/base/configmap.yaml"
+    path.write_text("".join(line[4:] + "\n" for line in m.group(1).splitlines()))
+    return path
+
+
 def start_agent(tmp, host, pods):
+    """The agent with the deployment's configuration file; flags (which take precedence over
+    the file) point it at the fixtures and at free ports instead of the host."""
     ports_file = tmp / "ports.json"
     argv = [
         str(BINARY / "bin/efawatchd"),
+        f"--config={deployed_config(tmp / 'efawatchd.conf')}",
         "--metrics-listen=127.0.0.1:0",
         "--grpc-listen=127.0.0.1:0",
         f"--port-file={ports_file}",
@@ -196,7 +209,13 @@ def start_agent(tmp, host, pods):
         m = re.search(r'"metrics": (\d+), "grpc": (\d+)', ports_file.read_text())
         return (int(m.group(1)), int(m.group(2))) if m else None
 
-    return proc, wait_for("efawatchd ports", ports, deadline, 0.1)
+    result = wait_for("efawatchd ports", ports, deadline, 0.1)
+    # The deployment relies on this line to tell the host's AWS libfabric from the image's.
+    agent_log = (tmp / "efawatchd.log").read_text()
+    assert re.search(r'"msg":"libfabric \d+\.\d+ from /', agent_log), (
+        f"no JSON log line naming the loaded libfabric:\n{agent_log}"
+    )
+    return proc, result
 
 
 def start_prometheus(tmp, config):
