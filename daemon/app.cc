@@ -17,10 +17,14 @@
 #include "daemon/logs/pod_analysis.h"
 #include "daemon/logs/tailer.h"
 #include "daemon/rpc/grpc_edge.h"
+#include "daemon/rpc/peer_client.h"
 #include "efawatch/version.h"
 #include "probes/fabric/endpoint.h"
 #include "probes/fabric/fabric_collector.h"
 #include "probes/fabric/fabric_findings.h"
+#include "probes/mesh/discovery.h"
+#include "probes/mesh/mesh.h"
+#include "probes/mesh/mesh_collector.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch {
@@ -165,6 +169,18 @@ absl::Status App::Start() {
                  std::string(fabric.status().message()));
   }
 
+  rpc::GrpcEdgeOptions gopts;
+  gopts.listen = config_.grpc_listen;
+  gopts.tls_cert_file = config_.grpc_tls_cert;
+  gopts.tls_key_file = config_.grpc_tls_key;
+  gopts.tls_client_ca_file = config_.grpc_tls_client_ca;
+  gopts.peer_tls = PeerTlsFromConfig(config_);
+  auto grpc = rpc::GrpcEdge::Create(gopts, this);
+  if (!grpc.ok()) return grpc.status();
+  grpc_ = std::move(*grpc);
+
+  if (auto st = CreateMesh(fopts.endpoint); !st.ok()) return st;
+
   exporter::PrometheusEdgeOptions mopts;
   mopts.listen = config_.metrics_listen;
   mopts.build = {EFAWATCH_VERSION, EFAWATCH_REVISION, EFAWATCH_NCCL_VERSION};
@@ -173,15 +189,10 @@ absl::Status App::Start() {
   std::vector<common::Collector*> collectors = {process_collector_.get(), efa_.get(), pods_.get(),
                                                 findings_collector_.get()};
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
+  if (mesh_collector_) collectors.push_back(mesh_collector_.get());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
-
-  rpc::GrpcEdgeOptions gopts{config_.grpc_listen, config_.grpc_tls_cert, config_.grpc_tls_key,
-                             config_.grpc_tls_client_ca};
-  auto grpc = rpc::GrpcEdge::Create(gopts, this);
-  if (!grpc.ok()) return grpc.status();
-  grpc_ = std::move(*grpc);
 
   spdlog::info("metrics on {} (port {}), gRPC on {} (port {}, {})", config_.metrics_listen,
                metrics_->port(), config_.grpc_listen, grpc_->port(),
@@ -195,10 +206,72 @@ absl::Status App::Start() {
   }
   // Background work starts once both edges are bound: a bad configuration exits before any.
   efa_->Start();
+  if (mesh_) mesh_->Start();
   return tailer_->Start();
 }
 
+absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
+  if (config_.mesh_discovery == "off") return absl::OkStatus();
+  if (!fabric_) {
+    spdlog::warn("mesh: off, this agent has no fabric provider to ping with");
+    return absl::OkStatus();
+  }
+  std::unique_ptr<mesh::PeerSource> source;
+  const int port = static_cast<int>(config_.mesh_agent_port);
+  if (config_.mesh_discovery == "static") {
+    auto peers = mesh::ParseStaticPeers(config_.mesh_peers, port);
+    if (!peers.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--mesh-peers: ", std::string(peers.status().message())));
+    }
+    source = mesh::StaticPeerSource(*std::move(peers));
+  } else if (config_.mesh_discovery == "dns") {
+    source = mesh::DnsPeerSource(config_.mesh_dns_name, port);
+  } else {
+    mesh::KubernetesSourceOptions k;
+    k.api_server = config_.mesh_k8s_api;
+    k.namespace_name = config_.mesh_k8s_namespace;
+    k.label_selector = config_.mesh_k8s_label_selector;
+    k.group_node_label = config_.mesh_k8s_group_node_label;
+    k.token_file = config_.mesh_k8s_token_file;
+    k.ca_file = config_.mesh_k8s_ca_file;
+    k.agent_port = port;
+    source = mesh::KubernetesPeerSource(std::move(k));
+  }
+  auto lookup = rpc::GrpcPeerLookup::Create(PeerTlsFromConfig(config_));
+  if (!lookup.ok()) return lookup.status();
+  peer_lookup_ = *std::move(lookup);
+
+  mesh::MeshOptions m;
+  m.self_node = config_.node_name;
+  if (!config_.pod_ip.empty()) {
+    m.self_agent = config_.pod_ip.find(':') != std::string::npos
+                       ? absl::StrCat("[", config_.pod_ip, "]:", grpc_->port())
+                       : absl::StrCat(config_.pod_ip, ":", grpc_->port());
+  }
+  m.self_group = config_.mesh_group;
+  m.selection.fanout = config_.mesh_fanout;
+  m.selection.max_group = config_.mesh_max_group;
+  m.interval = config_.mesh_interval;
+  m.discovery_interval = config_.mesh_discovery_interval;
+  m.count = config_.mesh_count;
+  m.message_timeout = config_.mesh_message_timeout;
+  m.endpoint = endpoint;
+  auto created = mesh::Mesh::Create(
+      m, std::move(source), *peer_lookup_,
+      [this](std::vector<common::Finding> f) { findings_.Publish("mesh", std::move(f)); }, clock_);
+  if (!created.ok()) return created.status();
+  mesh_ = *std::move(created);
+  mesh_collector_ = std::make_unique<mesh::MeshCollector>(*mesh_);
+  spdlog::info("mesh: {} discovery, fan-out {}, every {} ms, {} pings per peer",
+               config_.mesh_discovery, config_.mesh_fanout, config_.mesh_interval.count(),
+               config_.mesh_count);
+  return absl::OkStatus();
+}
+
 void App::Stop() {
+  // The mesh pings through its own endpoint and asks peers over gRPC: stop it before anything.
+  if (mesh_) mesh_->Stop();
   // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once, so
   // the gRPC shutdown below does not wait for a long probe.
   if (fabric_) fabric_->Stop();
@@ -212,6 +285,8 @@ void App::Stop() {
   spdlog::debug("gRPC edge stopped");
   metrics_stop.join();
   fabric_collector_.reset();
+  mesh_collector_.reset();
+  mesh_.reset();
   fabric_.reset();
   if (tailer_) tailer_->Stop();  // writes the last checkpoint
   efa_.reset();
@@ -232,6 +307,10 @@ void App::PublishFabricFindings() {
   // libfabric's view of the host, not the configured (possibly fixture) sysfs root.
   in.efa_devices = fabric::CountEfaDevicesForLibfabric();
   findings_.Publish("fabric", fabric::EvaluateFabricFindings(in));
+}
+
+rpc::PeerTls PeerTlsFromConfig(const Config& c) {
+  return {c.grpc_tls_cert, c.grpc_tls_key, c.grpc_tls_client_ca, c.grpc_peer_server_name};
 }
 
 int App::metrics_port() const { return metrics_ ? metrics_->port() : 0; }

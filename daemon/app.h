@@ -22,7 +22,16 @@ class EfaMonitor;
 }
 namespace fabric {
 class FabricCollector;
-}
+struct EndpointOptions;
+}  // namespace fabric
+namespace mesh {
+class Mesh;
+class MeshCollector;
+}  // namespace mesh
+namespace rpc {
+class GrpcPeerLookup;
+struct PeerTls;
+}  // namespace rpc
 namespace logs {
 class Tailer;
 class PodAnalysis;
@@ -45,6 +54,7 @@ class App final : public rpc::AgentHandler {
   void Stop();
   common::NodeHealth GetNodeHealth() const override;
   fabric::FabricService* Fabric() const override { return fabric_.get(); }
+  std::string NodeName() const override { return config_.node_name; }
   common::FindingsBoard& findings() const override { return findings_; }
 
   int metrics_port() const;
@@ -56,6 +66,8 @@ class App final : public rpc::AgentHandler {
   // Re-evaluates the fabric findings (not on EFA, loopback address) and publishes them. Called at
   // start and from probe threads after each probe.
   void PublishFabricFindings();
+  // Builds the fleet ping mesh when a discovery is configured (not started).
+  absl::Status CreateMesh(const fabric::EndpointOptions& endpoint);
 
   const Config config_;
   const common::Clock& clock_;
@@ -69,9 +81,15 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<efa::EfaMonitor> efa_;
   std::unique_ptr<fabric::FabricService> fabric_;  // Null when no provider could be opened.
   std::unique_ptr<fabric::FabricCollector> fabric_collector_;
+  std::unique_ptr<rpc::GrpcPeerLookup> peer_lookup_;
+  std::unique_ptr<mesh::Mesh> mesh_;
+  std::unique_ptr<mesh::MeshCollector> mesh_collector_;
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };
+
+/// How this agent dials other agents, from its own TLS settings.
+rpc::PeerTls PeerTlsFromConfig(const Config& c);
 
 /// Writes {"metrics": port, "grpc": port} to `path` atomically (write, then rename), so a test
 /// that polls for the file never reads half of it.

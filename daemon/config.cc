@@ -70,6 +70,29 @@ Setter Bool(bool Config::*field, const std::string& flag) {
   };
 }
 
+// An integer flag within [lo, hi], stored through `store` (unit conversion lives there).
+template <typename Store>
+Setter Int(const std::string& flag, int64_t lo, int64_t hi, Store store) {
+  return [flag, lo, hi, store](Config& c, const std::string& v) -> absl::Status {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(v, &n) || n < lo || n > hi) {
+      return Bad(flag, v, absl::StrCat("must be an integer from ", lo, " to ", hi));
+    }
+    store(c, n);
+    return absl::OkStatus();
+  };
+}
+
+Setter Unsigned(unsigned Config::*field, const std::string& flag, int64_t lo, int64_t hi) {
+  return Int(flag, lo, hi, [field](Config& c, int64_t n) { c.*field = static_cast<unsigned>(n); });
+}
+
+Setter Millis(std::chrono::milliseconds Config::*field, const std::string& flag, int64_t lo,
+              int64_t hi) {
+  return Int(flag, lo, hi,
+             [field](Config& c, int64_t n) { c.*field = std::chrono::milliseconds(n); });
+}
+
 const std::vector<Option>& Options() {
   static const std::vector<Option> opts = {
       {"config", false, "Config file of `key = value` lines (keys are flag names).",
@@ -242,6 +265,57 @@ const std::vector<Option>& Options() {
          c.log_globs = absl::StrSplit(v, ',', absl::SkipWhitespace());
          return absl::OkStatus();
        }},
+      {"mesh-discovery", false,
+       "Fleet ping mesh peer discovery: off, static (--mesh-peers), dns (--mesh-dns-name) or "
+       "kubernetes (pods by label in the agent's namespace).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         if (v != "off" && v != "static" && v != "dns" && v != "kubernetes") {
+           return Bad("mesh-discovery", v, "must be off, static, dns or kubernetes");
+         }
+         c.mesh_discovery = v;
+         return absl::OkStatus();
+       }},
+      {"mesh-peers", false,
+       "Static mesh peers: comma-separated [node=]host[:port][/group] (port: --mesh-agent-port).",
+       String(&Config::mesh_peers)},
+      {"mesh-dns-name", false, "DNS name listing every agent (a headless Service).",
+       String(&Config::mesh_dns_name)},
+      {"mesh-agent-port", false, "gRPC port of peer agents found by DNS or Kubernetes.",
+       Unsigned(&Config::mesh_agent_port, "mesh-agent-port", 1, 65535)},
+      {"mesh-k8s-api", false, "Kubernetes API server URL (default: in-cluster).",
+       String(&Config::mesh_k8s_api)},
+      {"mesh-k8s-namespace", false, "Namespace of the agent pods (default: the service account's).",
+       String(&Config::mesh_k8s_namespace)},
+      {"mesh-k8s-label-selector", false, "Label selector of the agent pods.",
+       String(&Config::mesh_k8s_label_selector)},
+      {"mesh-k8s-group-node-label", false,
+       "Node label whose value groups nodes into complete ping graphs (needs list on nodes).",
+       String(&Config::mesh_k8s_group_node_label)},
+      {"mesh-k8s-token-file", false, "Service-account token for the Kubernetes API.",
+       String(&Config::mesh_k8s_token_file)},
+      {"mesh-k8s-ca-file", false,
+       "CA bundle the Kubernetes API server's certificate must chain to.",
+       String(&Config::mesh_k8s_ca_file)},
+      {"mesh-group", false, "This node's topology group (static and dns discovery).",
+       String(&Config::mesh_group)},
+      {"mesh-fanout", false, "Peers each agent pings (besides its topology group).",
+       Unsigned(&Config::mesh_fanout, "mesh-fanout", 1, 64)},
+      {"mesh-max-group", false, "Most topology-group peers pinged on top of the fan-out.",
+       Unsigned(&Config::mesh_max_group, "mesh-max-group", 0, 256)},
+      {"mesh-interval-ms", false, "Time between mesh ping rounds (jittered by 10%).",
+       Millis(&Config::mesh_interval, "mesh-interval-ms", 100, 3600000)},
+      {"mesh-discovery-interval-ms", false, "Time between peer discoveries.",
+       Millis(&Config::mesh_discovery_interval, "mesh-discovery-interval-ms", 100, 3600000)},
+      {"mesh-count", false, "Timed pings per peer per round.",
+       Unsigned(&Config::mesh_count, "mesh-count", 1, 1000)},
+      {"mesh-message-timeout-ms", false, "A mesh pong later than this counts as lost.",
+       Millis(&Config::mesh_message_timeout, "mesh-message-timeout-ms", 1, 60000)},
+      {"pod-ip", false,
+       "This agent's address as peers dial it (Kubernetes: status.podIP from the downward API).",
+       String(&Config::pod_ip)},
+      {"grpc-peer-server-name", false,
+       "Name peer agents' TLS certificates carry, when they are dialled by IP address.",
+       String(&Config::grpc_peer_server_name)},
       {"net-interface-prefixes", false,
        "Ethernet interfaces (name prefixes) whose bytes the EFA fallback check compares.",
        [](Config& c, const std::string& v) -> absl::Status {
@@ -345,6 +419,12 @@ absl::Status Validate(Config& c) {
   if (c.node_name.empty()) {
     char buf[256] = {};
     if (gethostname(buf, sizeof(buf) - 1) == 0) c.node_name = buf;
+  }
+  if (c.mesh_discovery == "static" && c.mesh_peers.empty()) {
+    return Bad("mesh-discovery", c.mesh_discovery, "needs --mesh-peers");
+  }
+  if (c.mesh_discovery == "dns" && c.mesh_dns_name.empty()) {
+    return Bad("mesh-discovery", c.mesh_discovery, "needs --mesh-dns-name");
   }
   return absl::OkStatus();
 }

@@ -50,6 +50,26 @@ struct Config {
   std::chrono::seconds pod_grace_period{300};
   unsigned max_log_files = 4096;
   std::vector<std::string> log_globs;  // NCCL_DEBUG_FILE outputs, docker json logs
+  // Fleet ping mesh (probes/mesh); off unless a discovery is chosen.
+  std::string mesh_discovery = "off";  // off | static | dns | kubernetes
+  std::string mesh_peers;              // static: [node=]host[:port][/group],...
+  std::string mesh_dns_name;           // dns: the headless Service's name
+  unsigned mesh_agent_port = 9478;     // dns, kubernetes: peers' gRPC port
+  std::string mesh_k8s_api;            // empty: in-cluster (KUBERNETES_SERVICE_HOST)
+  std::string mesh_k8s_namespace;      // empty: the service account's
+  std::string mesh_k8s_label_selector = "app.kubernetes.io/name=efawatch";
+  std::string mesh_k8s_group_node_label;
+  std::string mesh_k8s_token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+  std::string mesh_k8s_ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+  std::string mesh_group;  // this node's topology group
+  unsigned mesh_fanout = 8;
+  unsigned mesh_max_group = 32;
+  std::chrono::milliseconds mesh_interval{15000};
+  std::chrono::milliseconds mesh_discovery_interval{60000};
+  unsigned mesh_count = 10;
+  std::chrono::milliseconds mesh_message_timeout{500};
+  std::string pod_ip;                 // this agent's address as peers dial it (downward API)
+  std::string grpc_peer_server_name;  // certificate name expected of peer agents
 };
 
 /// What parsing asks the caller to do: run, or print something and exit 0.

@@ -8,13 +8,13 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   # libraries
   libfabric-dev prometheus-cpp-dev libgrpc++-dev libprotobuf-dev protobuf-compiler
-  protobuf-compiler-grpc libspdlog-dev libabsl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+  protobuf-compiler-grpc libspdlog-dev libabsl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libcurl4-openssl-dev
   libgtest-dev libgmock-dev googletest
   # checks: formatting, lint, fuzzing (clang's libFuzzer and sanitizer runtimes)
   clang clang-format clang-tidy libclang-rt-14-dev
   # tests and benchmarks: promtool/prometheus, libfabric's fabtests tools, certificates,
   # network namespaces and fault injection, reference tools
-  prometheus libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3 time
+  prometheus libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3 time dnsmasq-base
 )
 # Deploy checks (tests/deploy): `kubectl kustomize` builds the manifests, node runs the schema
 # validation. Debian packages kubectl as kubernetes-client; a kubectl or node already on PATH

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +13,14 @@ namespace efawatch::common {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
+/// One histogram series: cumulative counts per upper bound (ascending, +Inf implied by `count`).
+struct HistogramSample {
+  std::vector<double> bounds;
+  std::vector<uint64_t> cumulative;  ///< Same length as `bounds`.
+  double sum = 0;
+  uint64_t count = 0;
+};
+
 /// Where a collector writes samples. The metric name must be declared in the metric table
 /// (daemon/export/metric_table.cc), which gives its type, help and label names; the labels passed
 /// here must be exactly those names, in that order. Implemented by the Prometheus edge, and by
@@ -20,6 +29,9 @@ class MetricSink {
  public:
   virtual ~MetricSink() = default;
   virtual void Add(std::string_view metric, const Labels& labels, double value) = 0;
+  /// A histogram series of a metric the table declares as a histogram.
+  virtual void AddHistogram(std::string_view metric, const Labels& labels,
+                            const HistogramSample& sample) = 0;
 };
 
 /// A cheap, scrape-time source of metrics (node_exporter's collector pattern). Collect() runs

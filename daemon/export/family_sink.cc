@@ -2,40 +2,51 @@
 
 #include <prometheus/text_serializer.h>
 
-#include "daemon/export/metric_table.h"
+#include <limits>
+
 #include "spdlog/spdlog.h"
 
 namespace efawatch::exporter {
 namespace {
 
 prometheus::MetricType ToPrometheus(MetricType t) {
-  return t == MetricType::kCounter ? prometheus::MetricType::Counter
-                                   : prometheus::MetricType::Gauge;
+  switch (t) {
+    case MetricType::kCounter:
+      return prometheus::MetricType::Counter;
+    case MetricType::kGauge:
+      return prometheus::MetricType::Gauge;
+    case MetricType::kHistogram:
+      return prometheus::MetricType::Histogram;
+  }
+  return prometheus::MetricType::Untyped;
 }
 
 }  // namespace
 
-void FamilySink::Add(std::string_view metric, const common::Labels& labels, double value) {
+std::optional<prometheus::ClientMetric> FamilySink::Start(std::string_view metric,
+                                                          const common::Labels& labels,
+                                                          MetricType want) {
   const MetricDef* def = FindMetric(metric);
-  if (def == nullptr || def->labels.size() != labels.size()) {
+  if (def == nullptr || def->labels.size() != labels.size() ||
+      (def->type == MetricType::kHistogram) != (want == MetricType::kHistogram)) {
     spdlog::error("metric {} is not declared in the metric table as written; sample dropped",
                   metric);
-    return;
+    return std::nullopt;
   }
   prometheus::ClientMetric m;
   for (size_t i = 0; i < labels.size(); ++i) {
     if (def->labels[i] != labels[i].first) {
       spdlog::error("metric {}: label {} where the table says {}; sample dropped", metric,
                     labels[i].first, def->labels[i]);
-      return;
+      return std::nullopt;
     }
     m.label.push_back({labels[i].first, labels[i].second});
   }
-  if (def->type == MetricType::kCounter) {
-    m.counter.value = value;
-  } else {
-    m.gauge.value = value;
-  }
+  return m;
+}
+
+void FamilySink::Append(std::string_view metric, prometheus::ClientMetric m) {
+  const MetricDef* def = FindMetric(metric);
   auto& family = families_[def->name];
   if (family.name.empty()) {
     family.name = std::string(def->name);
@@ -43,6 +54,35 @@ void FamilySink::Add(std::string_view metric, const common::Labels& labels, doub
     family.type = ToPrometheus(def->type);
   }
   family.metric.push_back(std::move(m));
+}
+
+void FamilySink::Add(std::string_view metric, const common::Labels& labels, double value) {
+  auto m = Start(metric, labels, MetricType::kGauge);
+  if (!m) return;
+  if (FindMetric(metric)->type == MetricType::kCounter) {
+    m->counter.value = value;
+  } else {
+    m->gauge.value = value;
+  }
+  Append(metric, *std::move(m));
+}
+
+void FamilySink::AddHistogram(std::string_view metric, const common::Labels& labels,
+                              const common::HistogramSample& sample) {
+  auto m = Start(metric, labels, MetricType::kHistogram);
+  if (!m) return;
+  if (sample.bounds.size() != sample.cumulative.size()) {
+    spdlog::error("metric {}: {} bounds but {} bucket counts; sample dropped", metric,
+                  sample.bounds.size(), sample.cumulative.size());
+    return;
+  }
+  m->histogram.sample_count = sample.count;
+  m->histogram.sample_sum = sample.sum;
+  for (size_t i = 0; i < sample.bounds.size(); ++i) {
+    m->histogram.bucket.push_back({sample.cumulative[i], sample.bounds[i]});
+  }
+  m->histogram.bucket.push_back({sample.count, std::numeric_limits<double>::infinity()});
+  Append(metric, *std::move(m));
 }
 
 std::vector<prometheus::MetricFamily> FamilySink::Take() {

@@ -3,10 +3,12 @@
 #include <prometheus/metric_family.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "daemon/common/collector.h"
+#include "daemon/export/metric_table.h"
 
 namespace efawatch::exporter {
 
@@ -16,11 +18,18 @@ namespace efawatch::exporter {
 class FamilySink final : public common::MetricSink {
  public:
   void Add(std::string_view metric, const common::Labels& labels, double value) override;
+  void AddHistogram(std::string_view metric, const common::Labels& labels,
+                    const common::HistogramSample& sample) override;
 
   /// The families collected so far, sorted by name; the sink is empty afterwards.
   std::vector<prometheus::MetricFamily> Take();
 
  private:
+  // The checked metric with its labels filled in, or nullopt (logged) when the table disagrees.
+  std::optional<prometheus::ClientMetric> Start(std::string_view metric,
+                                                const common::Labels& labels, MetricType want);
+  void Append(std::string_view metric, prometheus::ClientMetric m);
+
   std::map<std::string_view, prometheus::MetricFamily> families_;
 };
 

@@ -208,6 +208,48 @@ std::vector<MetricDef> BuildTable() {
        T::kCounter,
        "Containers whose analysis state was evicted to stay within bounds.",
        {}},
+      // Fleet ping mesh (probes/mesh). peer_node is bounded by the fan-out plus the topology
+      // group cap: an agent pings at most that many peers, and drops a peer's series when it
+      // stops pinging it.
+      {"efawatch_mesh_peer_rtt_seconds",
+       T::kHistogram,
+       "Round-trip times of mesh pings to the peer node (received messages only).",
+       {"peer_node"}},
+      {"efawatch_mesh_peer_sent_total",
+       T::kCounter,
+       "Mesh ping messages sent to the peer node (a round whose lookup failed counts all its "
+       "messages as sent and lost).",
+       {"peer_node"}},
+      {"efawatch_mesh_peer_lost_total",
+       T::kCounter,
+       "Mesh ping messages to the peer node that got no answer in time.",
+       {"peer_node"}},
+      {"efawatch_mesh_peer_up",
+       T::kGauge,
+       "1 when the latest mesh round to the peer node got at least one answer.",
+       {"peer_node"}},
+      {"efawatch_mesh_peers_expected",
+       T::kGauge,
+       "Peers this agent is assigned to ping (fan-out plus topology group).",
+       {}},
+      {"efawatch_mesh_peers_reachable",
+       T::kGauge,
+       "Assigned peers that answered in the latest round.",
+       {}},
+      {"efawatch_mesh_peers_discovered",
+       T::kGauge,
+       "Agents the latest successful discovery listed, this one included when listed.",
+       {"source"}},
+      {"efawatch_mesh_discovery_errors_total",
+       T::kCounter,
+       "Peer discoveries that failed (the previous peer list is kept).",
+       {"source"}},
+      {"efawatch_mesh_rounds_total", T::kCounter, "Mesh ping rounds completed.", {}},
+      {"efawatch_mesh_self_suspect",
+       T::kGauge,
+       "1 when most of this agent's own peers failed in the latest round: this node's link, not "
+       "its peers, is the likely fault.",
+       {}},
       // Fabric responder.
       {"efawatch_fabric_responder_up",
        T::kGauge,
@@ -231,7 +273,17 @@ std::vector<MetricDef> BuildTable() {
   return t;
 }
 
-std::string_view TypeName(MetricType t) { return t == MetricType::kCounter ? "counter" : "gauge"; }
+std::string_view TypeName(MetricType t) {
+  switch (t) {
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kGauge:
+      return "gauge";
+    case MetricType::kHistogram:
+      return "histogram";
+  }
+  return "untyped";
+}
 
 }  // namespace
 

@@ -6,7 +6,7 @@
 
 namespace efawatch::exporter {
 
-enum class MetricType { kCounter, kGauge };
+enum class MetricType { kCounter, kGauge, kHistogram };
 
 /// One metric the agent exports. Every metric is declared once, in metric_table.cc: the
 /// Prometheus edge refuses samples of undeclared metrics, docs/metrics.md is generated from the

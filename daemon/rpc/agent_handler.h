@@ -14,6 +14,8 @@ class AgentHandler {
  public:
   virtual ~AgentHandler() = default;
   virtual common::NodeHealth GetNodeHealth() const = 0;
+  /// This node's name, as peers label it.
+  virtual std::string NodeName() const { return {}; }
 
   /// The fabric service (responder + probes), or null when the agent runs without one. The edge
   /// validates and starts probes through it; it is thread-safe and never blocks its caller.

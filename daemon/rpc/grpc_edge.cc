@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/common/read_file.h"
+#include "daemon/rpc/peer_client.h"
 #include "efawatch/v1/agent.grpc.pb.h"
 #include "spdlog/spdlog.h"
 
@@ -152,7 +153,14 @@ grpc::Status ToGrpc(const absl::Status& s) {
 
 // Asks another agent for its fabric address with the callback client API, so no gRPC thread
 // waits on the network. `done` runs once, on a gRPC thread.
-void LookupPeer(const std::string& peer_agent, std::chrono::milliseconds timeout,
+// How this agent dials peers: its client credentials and the certificate name to expect.
+struct PeerDialer {
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  std::string server_name;
+};
+
+void LookupPeer(const std::string& peer_agent, const PeerDialer& dialer,
+                std::chrono::milliseconds timeout,
                 std::function<void(absl::StatusOr<std::string>)> done) {
   struct Call {
     std::unique_ptr<v1::Agent::Stub> stub;
@@ -161,9 +169,7 @@ void LookupPeer(const std::string& peer_agent, std::chrono::milliseconds timeout
     v1::FabricAddress response;
   };
   auto call = std::make_shared<Call>();
-  // TODO(#6): peers behind TLS need the agent's client credentials here.
-  call->stub =
-      v1::Agent::NewStub(grpc::CreateChannel(peer_agent, grpc::InsecureChannelCredentials()));
+  call->stub = v1::Agent::NewStub(PeerChannel(peer_agent, dialer.creds, dialer.server_name));
   call->ctx.set_deadline(std::chrono::system_clock::now() + timeout);
   call->stub->async()->GetFabricAddress(
       &call->ctx, &call->request, &call->response,
@@ -285,7 +291,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
 
 class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
  public:
-  explicit AgentService(const AgentHandler* handler) : handler_(handler) {}
+  AgentService(const AgentHandler* handler, PeerDialer dialer)
+      : handler_(handler), dialer_(std::move(dialer)) {}
 
   grpc::ServerUnaryReactor* GetNodeHealth(grpc::CallbackServerContext* ctx,
                                           const v1::GetNodeHealthRequest* /*request*/,
@@ -308,6 +315,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
     }
     const fabric::Responder& r = *f->responder();
     Fill(r.info(), r.address(), r.printable_address(), response);
+    response->set_node_name(handler_->NodeName());
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -385,7 +393,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
     if (absl::Status s = f->Validate(o); !s.ok()) return reactor->Finish(ToGrpc(s));
     if (!peer_address.empty()) return run(f, std::move(o));
     const auto lookup_timeout = std::min(o.deadline, std::chrono::milliseconds(5000));
-    LookupPeer(peer_agent, lookup_timeout,
+    LookupPeer(peer_agent, dialer_, lookup_timeout,
                [reactor, f, o, run](absl::StatusOr<std::string> addr) mutable {
                  if (!addr.ok()) return reactor->Finish(ToGrpc(addr.status()));
                  o.peer = *std::move(addr);
@@ -394,6 +402,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   }
 
   const AgentHandler* handler_;
+  const PeerDialer dialer_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions& options,
@@ -418,9 +427,13 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
     creds = grpc::SslServerCredentials(ssl);
   }
 
+  auto peer_creds = PeerCredentials(options.peer_tls);
+  if (!peer_creds.ok()) return peer_creds.status();
+
   gpr_set_log_function(ForwardGrpcLog);
   std::unique_ptr<GrpcEdge> edge(new GrpcEdge());
-  edge->service_ = std::make_unique<AgentService>(handler);
+  edge->service_ = std::make_unique<AgentService>(
+      handler, PeerDialer{*std::move(peer_creds), options.peer_tls.server_name});
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

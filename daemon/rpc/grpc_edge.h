@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/rpc/agent_handler.h"
+#include "daemon/rpc/peer_client.h"
 
 namespace grpc {
 class Server;
@@ -17,6 +18,7 @@ struct GrpcEdgeOptions {
   std::string tls_cert_file;  // empty: plaintext (config validation allows it on loopback only)
   std::string tls_key_file;
   std::string tls_client_ca_file;  // non-empty: mutual TLS, client certificates required
+  PeerTls peer_tls;                // how Ping/Bandwidth dial the peer agent for its address
 };
 
 /// The only place in the daemon that knows gRPC. Serves efawatch.v1.Agent (callback API) over

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "probes/fabric/fi_status.h"
 #include "probes/fabric/message.h"
+#include "probes/fabric/pinger.h"
 #include "probes/fabric/probe.h"
 #include "probes/fabric/probe_link.h"
 
@@ -14,11 +15,6 @@ namespace {
 using internal::Op;
 using internal::OpOf;
 
-// Sends may outlive their pong by a little (the provider completes them lazily), and pongs may
-// arrive after their timeout; a few of each in flight keeps one slow message from stalling the
-// next.
-constexpr size_t kTxSlots = 8;
-constexpr size_t kRxSlots = 8;
 // How long to spin for a pong before sleeping between polls: well above any healthy RTT, so
 // timing is never disturbed by a sleep, while a dead peer costs little CPU.
 constexpr auto kSpinBeforeSleep = std::chrono::milliseconds(2);
@@ -41,43 +37,76 @@ const char* ProbeEndName(ProbeEnd end) {
   return "unknown";
 }
 
+absl::StatusOr<std::unique_ptr<Pinger>> Pinger::Create(const EndpointOptions& endpoint,
+                                                       size_t message_bytes) {
+  auto pinger = std::unique_ptr<Pinger>(new Pinger());
+  EndpointOptions o = endpoint;
+  o.blocking_wait = false;  // Pings poll: a wait object would cost a syscall per message.
+  auto ep = Endpoint::Create(o);
+  if (!ep.ok()) return ep.status();
+  internal::ProbeLink& link = pinger->link_;
+  link.ep = *std::move(ep);
+  pinger->message_bytes_ = std::max(message_bytes, HeaderBytes(link.ep->address().size()));
+  if (pinger->message_bytes_ > link.ep->info().max_msg_size) {
+    return absl::InvalidArgumentError(absl::StrCat("message size ", pinger->message_bytes_,
+                                                   " exceeds the provider's max_msg_size ",
+                                                   link.ep->info().max_msg_size));
+  }
+  for (size_t i = 0; i < kTxSlots; ++i) {
+    auto idx = link.AddBuffer(pinger->message_bytes_);
+    if (!idx.ok()) return idx.status();
+    pinger->tx_[i].send = true;
+    pinger->tx_[i].index = *idx;
+  }
+  for (size_t i = 0; i < kRxSlots; ++i) {
+    auto idx = link.AddBuffer(pinger->message_bytes_);
+    if (!idx.ok()) return idx.status();
+    pinger->rx_[i].index = *idx;
+    const ssize_t ret = link.ep->PostRecv(link.buffers[*idx]->data(), pinger->message_bytes_,
+                                          link.descs[*idx], &pinger->rx_[i].ctx);
+    if (ret != 0) return FiStatus("fi_recv", ret);
+  }
+  return pinger;
+}
+
+const FabricInfo& Pinger::info() const { return link_.ep->info(); }
+
+bool Pinger::Wedged() const {
+  for (const Op& t : tx_) {
+    if (!t.busy) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<PingResult> Ping(const PingOptions& options, const std::stop_token& stop,
                                 const common::Clock& clock) {
+  if (options.count == 0) return absl::InvalidArgumentError("ping count must be > 0");
+  if (options.peer.empty()) return absl::InvalidArgumentError("peer fabric address is empty");
+  auto pinger = Pinger::Create(options.endpoint, options.message_bytes);
+  if (!pinger.ok()) return pinger.status();
+  return (*pinger)->Run(options.peer, options, stop, clock);
+}
+
+absl::StatusOr<PingResult> Pinger::Run(const std::string& peer, const PingOptions& options,
+                                       const std::stop_token& stop, const common::Clock& clock) {
   const auto start = clock.Now();
   const auto deadline = start + options.deadline;
   if (options.count == 0) return absl::InvalidArgumentError("ping count must be > 0");
-  auto opened = internal::OpenLink(options.endpoint, options.peer);
-  if (!opened.ok()) return opened.status();
-  internal::ProbeLink& link = **opened;
+  internal::ProbeLink& link = link_;
   Endpoint& ep = *link.ep;
+  auto peer_addr = ep.Resolve(peer);
+  if (!peer_addr.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("peer address not valid for provider ",
+                                                   ep.info().provider, ": ",
+                                                   std::string(peer_addr.status().message())));
+  }
+  link.peer = *peer_addr;
 
   PingResult r;
   r.fabric = ep.info();
   r.local_address = ep.Printable(ep.address());
-  r.peer_address = link.peer_printable;
-  r.message_bytes = std::max(options.message_bytes, HeaderBytes(ep.address().size()));
-  if (r.message_bytes > ep.info().max_msg_size) {
-    return absl::InvalidArgumentError(absl::StrCat("message size ", r.message_bytes,
-                                                   " exceeds the provider's max_msg_size ",
-                                                   ep.info().max_msg_size));
-  }
-
-  Op tx[kTxSlots];
-  Op rx[kRxSlots];
-  for (size_t i = 0; i < kTxSlots; ++i) {
-    auto idx = link.AddBuffer(r.message_bytes);
-    if (!idx.ok()) return idx.status();
-    tx[i].send = true;
-    tx[i].index = *idx;
-  }
-  for (size_t i = 0; i < kRxSlots; ++i) {
-    auto idx = link.AddBuffer(r.message_bytes);
-    if (!idx.ok()) return idx.status();
-    rx[i].index = *idx;
-    const ssize_t ret =
-        ep.PostRecv(link.buffers[*idx]->data(), r.message_bytes, link.descs[*idx], &rx[i].ctx);
-    if (ret != 0) return FiStatus("fi_recv", ret);
-  }
+  r.peer_address = ep.Printable(peer);
+  r.message_bytes = message_bytes_;
 
   const uint64_t session = internal::NewSession();
   MessageHeader header;
@@ -139,7 +168,7 @@ absl::StatusOr<PingResult> Ping(const PingOptions& options, const std::stop_toke
 
     Op* slot = nullptr;
     while (slot == nullptr && clock.Now() < deadline && !stop.stop_requested()) {
-      for (Op& t : tx) {
+      for (Op& t : tx_) {
         if (!t.busy) {
           slot = &t;
           break;

@@ -167,4 +167,18 @@ bool OnPath(const std::string& program) {
   return false;
 }
 
+std::string MakeTestCertificates(const std::string& dir) {
+  const std::string script = R"(set -e
+cd ")" + dir + R"("
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=test-ca
+openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > san.ext
+openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext
+openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=client
+openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1
+)";
+  auto [rc, out] = RunCommand({"/bin/sh", "-c", script}, std::chrono::seconds(60));
+  return rc == 0 ? "" : out;
+}
+
 }  // namespace efawatch::testing

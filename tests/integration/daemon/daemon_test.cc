@@ -162,19 +162,9 @@ TEST(DaemonTest, CliStatusReachesTheAgentAndFailsFastOnAnUnreachableOne) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
-// Makes a CA, a server certificate for 127.0.0.1/localhost and a client certificate.
 void MakeCertificates(const TempDir& dir) {
-  const std::string script = R"(set -e
-cd ")" + dir.path() + R"("
-openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=test-ca
-openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > san.ext
-openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext
-openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=client
-openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1
-)";
-  auto [rc, out] = testing::RunCommand({"/bin/sh", "-c", script}, 60s);
-  ASSERT_EQ(rc, 0) << out;
+  auto made = testing::MakeTestCertificates(dir.path());
+  ASSERT_TRUE(made.empty()) << made;
 }
 
 std::shared_ptr<grpc::Channel> Tls(const TempDir& dir, int port, bool with_client_cert) {

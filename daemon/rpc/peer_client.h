@@ -1,0 +1,57 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "probes/mesh/mesh.h"
+
+namespace grpc {
+class ChannelCredentials;
+class Channel;
+}  // namespace grpc
+
+namespace efawatch::rpc {
+
+/// How this agent talks to other agents' gRPC edges. Agents of one fleet share a CA, so the
+/// agent presents its own server certificate as its client certificate and trusts peers signed
+/// by the CA it checks clients against.
+struct PeerTls {
+  std::string cert_file;  ///< Empty: plaintext (the fleet runs with --grpc-insecure).
+  std::string key_file;
+  std::string ca_file;  ///< Empty: the system's root certificates.
+  /// Name to check the peer's certificate against instead of the address dialled: agents are
+  /// dialled by pod IP, while a fleet certificate usually names a service.
+  std::string server_name;
+};
+
+/// Channel credentials for PeerTls; INVALID_ARGUMENT names an unreadable file.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> PeerCredentials(const PeerTls& tls);
+
+/// Channel arguments that go with PeerTls (the server-name override).
+std::shared_ptr<grpc::Channel> PeerChannel(const std::string& agent,
+                                           const std::shared_ptr<grpc::ChannelCredentials>& creds,
+                                           const std::string& server_name);
+
+/// The mesh's PeerLookup over gRPC: Agent.GetFabricAddress, blocking with a deadline. Keeps one
+/// channel per peer agent (its TCP/TLS connection is reused round after round), bounded.
+class GrpcPeerLookup final : public mesh::PeerLookup {
+ public:
+  static absl::StatusOr<std::unique_ptr<GrpcPeerLookup>> Create(const PeerTls& tls);
+  absl::StatusOr<mesh::PeerIdentity> Lookup(const std::string& agent,
+                                            std::chrono::milliseconds timeout) override;
+
+ private:
+  GrpcPeerLookup() = default;
+  static constexpr size_t kMaxChannels = 256;
+
+  std::shared_ptr<grpc::ChannelCredentials> creds_;
+  std::string server_name_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // guarded by mu_
+};
+
+}  // namespace efawatch::rpc

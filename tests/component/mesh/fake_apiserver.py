@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""A local HTTPS server that answers pod and node list requests the way the Kubernetes API server
+does: bearer token checked, equality label selectors applied, results paged with limit/continue,
+errors as Status objects. Every request line is appended to --request-log for the test to read.
+
+Usage: fake_apiserver.py --cert C --key K --token-file T --objects O.json --port-file P
+                         --request-log L
+O.json: {"namespaces": {"ns": [pod, ...]}, "nodes": [node, ...]}
+"""
+import argparse
+import base64
+import http.server
+import json
+import ssl
+import sys
+import urllib.parse
+
+
+def selector_matches(selector, labels):
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "=" in term:
+            key, value = term.split("=", 1)
+            if labels.get(key.rstrip("=")) != value:
+                return False
+        elif term not in labels:  # existence selector: "key"
+            return False
+    return True
+
+
+def status(code, reason, message):
+    return code, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                  "message": message, "reason": reason, "code": code}
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, fmt, *args):  # quiet: the request log is what tests read
+        pass
+
+    def do_GET(self):
+        with open(self.server.args.request_log, "a") as log:
+            log.write(self.path + "\n")
+        code, body = self.answer()
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def answer(self):
+        with open(self.server.args.token_file) as f:
+            token = f.read().strip()
+        if self.headers.get("Authorization") != "Bearer " + token:
+            return status(401, "Unauthorized", "Unauthorized")
+        url = urllib.parse.urlparse(self.path)
+        query = urllib.parse.parse_qs(url.query)
+        parts = url.path.strip("/").split("/")
+        with open(self.server.args.objects) as f:
+            objects = json.load(f)
+        if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 3:
+            items, kind = objects.get("nodes", []), "NodeList"
+        elif len(parts) == 5 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods":
+            items, kind = objects["namespaces"].get(parts[3], []), "PodList"
+        else:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        selector = query.get("labelSelector", [""])[0]
+        items = [i for i in items
+                 if selector_matches(selector, i.get("metadata", {}).get("labels", {}))]
+        start = 0
+        if "continue" in query:
+            try:
+                start = int(base64.b64decode(query["continue"][0]).decode())
+            except Exception:
+                return status(400, "BadRequest", "invalid continue token")
+        limit = int(query.get("limit", ["0"])[0]) or len(items) or 1
+        page = items[start:start + limit]
+        meta = {"resourceVersion": "1000"}
+        if start + limit < len(items):
+            meta["continue"] = base64.b64encode(str(start + limit).encode()).decode()
+            meta["remainingItemCount"] = len(items) - start - limit
+        return 200, {"kind": kind, "apiVersion": "v1", "metadata": meta, "items": page}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for flag in ("--cert", "--key", "--token-file", "--objects", "--port-file", "--request-log"):
+        p.add_argument(flag, required=True)
+    args = p.parse_args()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.args = args
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.cert, args.key)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    with open(args.port_file + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    import os
+    os.rename(args.port_file + ".tmp", args.port_file)
+    sys.stdout.flush()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
