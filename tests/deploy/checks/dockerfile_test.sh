@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deploy/Dockerfile: lint (dockerfilelint; hadolint is not packaged for Debian 12), and its build
 # steps agree with the rest of the repository:
-#   - every package of its build stage is one scripts/setup.sh installs for building;
+#   - every package of its build stage is one scripts/setup.sh installs, and every library
+#     setup.sh installs for building (its "# libraries" group, test frameworks aside) is in it;
 #   - it builds the targets scripts/run-agent.sh builds;
 #   - the README's `docker build` line is the one the Dockerfile documents.
 set -euo pipefail
@@ -23,6 +24,16 @@ for p in $build_pkgs; do
   [ "$p" = ca-certificates ] && continue # only for git inside the image, present on any host
   if ! grep -qx "$p" <<<"$setup_pkgs"; then
     echo "Dockerfile build stage installs $p, which scripts/setup.sh does not" >&2
+    fail=1
+  fi
+done
+
+libs=$(sed -n '/^  # libraries/,/^  #/p' "$src/scripts/setup.sh" | grep -v '^ *#' | tr ' ' '\n' |
+  grep -E '^[a-z0-9][a-z0-9+.-]+$' | grep -vE '^(libgtest-dev|libgmock-dev|googletest)$' || true)
+[ -n "$libs" ] || { echo "no '# libraries' group found in scripts/setup.sh" >&2; exit 1; }
+for p in $libs; do
+  if ! grep -qx "$p" <<<"$build_pkgs"; then
+    echo "scripts/setup.sh builds with $p, which the Dockerfile's build stage lacks" >&2
     fail=1
   fi
 done

@@ -66,7 +66,8 @@ function policyErrors(objs, overlay) {
   if (!pod.affinity?.nodeAffinity) errs.push("no node affinity");
   const envFrom = (name) => c.env?.find((e) => e.name === name)?.valueFrom?.fieldRef?.fieldPath;
   if (envFrom("EFAWATCH_NODE_NAME") !== "spec.nodeName") errs.push("node name not from spec.nodeName");
-  if (envFrom("POD_IP") !== "status.podIP") errs.push("pod IP not from status.podIP");
+  if (envFrom("EFAWATCH_POD_IP") !== "status.podIP") errs.push("pod IP not from status.podIP");
+  const env = (name) => c.env?.find((e) => e.name === name)?.value;
 
   // Host paths are read-only, except the agent's own state directory.
   const hostVolumes = new Map(
@@ -102,11 +103,14 @@ function policyErrors(objs, overlay) {
     if (String(efa) !== "1") errs.push("no vpc.amazonaws.com/efa limit of 1");
     if (!sc.capabilities?.add?.includes("IPC_LOCK")) errs.push("no IPC_LOCK for memory registration");
     if (sc.privileged) errs.push("privileged with a device plugin device");
+    if (env("EFAWATCH_MESH_DISCOVERY") !== "kubernetes") errs.push("ping mesh not on with a device");
   } else if (overlay === "host-devices") {
     if (!sc.privileged || !devMount) errs.push("host-devices needs privileged and /dev/infiniband");
     if (efa) errs.push("host-devices must not take an EFA from the device plugin");
+    if (env("EFAWATCH_MESH_DISCOVERY") !== "kubernetes") errs.push("ping mesh not on with a device");
   } else {
     if (efa || devMount || sc.privileged) errs.push("the base must not have device access");
+    if (env("EFAWATCH_MESH_DISCOVERY")) errs.push("the base must leave the ping mesh off");
     if (sc.capabilities?.drop?.[0] !== "ALL") errs.push("the base must drop all capabilities");
   }
   if (overlay === "eks-efa" || overlay === "monitoring") {
