@@ -286,6 +286,14 @@ def fleet():
     )
     b.panel(
         "timeseries",
+        "Ping mesh: rounds and discovery errors",
+        [
+            f"sum by (node) (increase(efawatch_mesh_rounds_total{{{SEL}}}[$__rate_interval]))",
+            f"sum by (node) (increase(efawatch_mesh_discovery_errors_total{{{SEL}}}[$__rate_interval]))",
+        ],
+    )
+    b.panel(
+        "timeseries",
         "Failing collectors",
         f"min by (node, collector) (efawatch_collector_success{{{SEL}}})",
         legend="{{node}} {{collector}}",
@@ -427,6 +435,11 @@ def node():
             f"efawatch_mesh_peers_expected{{{NODE_SEL}}}",
             f"efawatch_mesh_self_suspect{{{NODE_SEL}}}",
         ],
+    )
+    b.panel(
+        "table",
+        "Ping mesh: peers answering in the latest round",
+        f"max by (peer_node) (efawatch_mesh_peer_up{{{NODE_SEL}}})",
     )
     b.row("Agent")
     b.panel(
