@@ -419,6 +419,8 @@ def main():
         assert not unexpected and not missing, (
             f"unexpected firing: {sorted(unexpected)}\nmissing: {sorted(missing)}"
         )
+        for r in prom.query('max_over_time(scrape_duration_seconds{job="efawatch"}[5m])'):
+            log(f"slowest scrape of {r['metric'].get('node')}: {float(r['value'][1]) * 1000:.0f} ms")
         for r in prom.query("efawatch:mesh_peer_loss_ratio:5m"):
             log(f"mesh loss {r['metric'].get('node')} -> {r['metric'].get('peer_node')}: "
                 f"{float(r['value'][1]):.3f}")
