@@ -7,7 +7,7 @@ a pod log tree built from the NCCL fixtures (a TCP fallback, a loopback misuse, 
 off, a healthy EFA job). A second, healthy agent (node b) runs beside it, and agent a's fleet
 ping mesh pings b and a node that is gone (a static peer list over tcp on loopback). While
 Prometheus watches, the test raises an EFA error counter, writes a log line over the agent's
-line limit, and runs an on-demand fabric ping. A scrape target that nobody serves stands for the
+line limit, and runs on-demand ping and bandwidth probes. A scrape target that nobody serves stands for the
 gone node, whose agent is down.
 
 Checked over Prometheus' HTTP API:
