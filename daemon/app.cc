@@ -21,6 +21,7 @@
 #include "efawatch/version.h"
 #include "probes/collective/host_backend.h"
 #include "probes/collective/nccl_backend.h"
+#include "probes/fabric/endpoint.h"
 #include "probes/fabric/fabric_collector.h"
 #include "probes/fabric/fabric_findings.h"
 #include "probes/mesh/discovery.h"
@@ -123,6 +124,7 @@ absl::Status App::Start() {
   ::setenv("FI_OFI_RXM_MSG_RX_SIZE", "16", /*overwrite=*/0);
   ::setenv("FI_OFI_RXM_MSG_TX_SIZE", "16", /*overwrite=*/0);
   ::setenv("FI_OFI_RXM_BUFFER_SIZE", "4096", /*overwrite=*/0);
+  spdlog::info("libfabric {}", fabric::LoadedLibfabric());
   fabric::FabricServiceOptions fopts;
   fopts.responder = config_.fabric_responder;
   fopts.responder_options.rx_depth = config_.fabric_rx_depth;

@@ -16,6 +16,11 @@ packages=(
   # network namespaces and fault injection, reference tools
   prometheus libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3 time dnsmasq-base
 )
+# Deploy checks (tests/deploy): `kubectl kustomize` builds the manifests, node runs the schema
+# validation. Debian packages kubectl as kubernetes-client; a kubectl or node already on PATH
+# (another vendor's package) is used as it is, since the packages conflict.
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,5 +33,14 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm packages of the deploy checks, pinned by their package-lock.json; installed again only when
+# the lock file changed.
+checks="$(cd "$(dirname "$0")/.." && pwd)/tests/deploy/checks"
+if ! cmp -s "$checks/package-lock.json" "$checks/node_modules/.efawatch-installed-lock"; then
+  echo "setup: npm ci in tests/deploy/checks"
+  (cd "$checks" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  cp "$checks/package-lock.json" "$checks/node_modules/.efawatch-installed-lock"
 fi
 echo "setup: all packages present"

@@ -1,5 +1,6 @@
 #include "probes/fabric/endpoint.h"
 
+#include <dlfcn.h>
 #include <poll.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
@@ -74,6 +75,16 @@ const char* WaitName(fi_wait_obj w) {
 
 uint32_t NegotiatedApiVersion() {
   return std::min<uint32_t>(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), fi_version());
+}
+
+std::string LoadedLibfabric() {
+  const uint32_t v = fi_version();
+  // fi_getinfo lives in libfabric itself, so the object that holds it is the loaded library.
+  Dl_info info{};
+  const bool found = ::dladdr(reinterpret_cast<void*>(&fi_getinfo), &info) != 0 &&
+                     info.dli_fname != nullptr && info.dli_fname[0] != '\0';
+  return absl::StrCat(FI_MAJOR(v), ".", FI_MINOR(v), " from ",
+                      found ? info.dli_fname : "an unknown file");
 }
 
 AlignedBuffer::AlignedBuffer(size_t bytes, bool zero)

@@ -165,4 +165,9 @@ class Endpoint {
 /// -FI_ENOSYS).
 uint32_t NegotiatedApiVersion();
 
+/// "1.22 from /opt/amazon/efa/lib/libfabric.so.1": the version and file of the libfabric the
+/// process runs on, so an operator sees whether the host's AWS build or the image's was loaded
+/// (LD_LIBRARY_PATH decides). The path is "an unknown file" when the loader cannot tell.
+std::string LoadedLibfabric();
+
 }  // namespace efawatch::fabric

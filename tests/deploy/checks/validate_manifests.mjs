@@ -1,0 +1,173 @@
+// Validates rendered manifests (`kubectl kustomize` output) against the Kubernetes and Prometheus
+// Operator schemas (kubernetes-models), then checks what the deployment promises beyond the
+// schema: read-only host mounts, gRPC health probes, bounded resources, least-privilege RBAC,
+// and per-overlay device access.
+//
+//   node validate_manifests.mjs <overlay-name> <rendered.yaml>
+//   node validate_manifests.mjs --self-test
+//
+// Exits 1 with one line per problem.
+import { readFileSync } from "node:fs";
+import { parseAllDocuments } from "yaml";
+
+const groups = {
+  v1: "kubernetes-models/v1",
+  "apps/v1": "kubernetes-models/apps/v1",
+  "rbac.authorization.k8s.io/v1": "kubernetes-models/rbac.authorization.k8s.io/v1",
+  "scheduling.k8s.io/v1": "kubernetes-models/scheduling.k8s.io/v1",
+  "monitoring.coreos.com/v1": "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1",
+};
+
+// Schema errors of one object, or a line saying its kind is unknown here.
+async function schemaErrors(obj) {
+  const where = `${obj.kind}/${obj.metadata?.name}`;
+  const base = groups[obj.apiVersion];
+  if (!base) return [`${where}: apiVersion ${obj.apiVersion} has no schema here`];
+  let mod;
+  try {
+    mod = await import(`${base}/${obj.kind}`);
+  } catch {
+    return [`${where}: kind ${obj.kind} unknown in ${obj.apiVersion}`];
+  }
+  try {
+    new mod[obj.kind](obj).validate();
+    return [];
+  } catch (e) {
+    return [`${where}: ${e.message}`];
+  }
+}
+
+function agentContainer(ds) {
+  return ds.spec.template.spec.containers.find((c) => c.name === "efawatchd");
+}
+
+// Promises of the deployment that the schema cannot express.
+function policyErrors(objs, overlay) {
+  const errs = [];
+  const byKind = (k) => objs.filter((o) => o.kind === k);
+  const [ds] = byKind("DaemonSet");
+  if (!ds) return ["no DaemonSet"];
+  const pod = ds.spec.template.spec;
+  const c = agentContainer(ds);
+  if (!c) return ["DaemonSet has no efawatchd container"];
+
+  for (const p of ["livenessProbe", "readinessProbe"]) {
+    if (!c[p]?.grpc?.port) errs.push(`${p} is not a gRPC health probe`);
+  }
+  for (const r of ["cpu", "memory"]) {
+    if (!c.resources?.requests?.[r]) errs.push(`no ${r} request`);
+  }
+  if (!c.resources?.limits?.memory) errs.push("no memory limit");
+  if (!pod.priorityClassName) errs.push("no priorityClassName");
+  if (!byKind("PriorityClass").some((p) => p.metadata.name === pod.priorityClassName)) {
+    errs.push(`PriorityClass ${pod.priorityClassName} not in the output`);
+  }
+  if (!pod.tolerations?.length) errs.push("no tolerations");
+  if (!pod.affinity?.nodeAffinity) errs.push("no node affinity");
+  const envFrom = (name) => c.env?.find((e) => e.name === name)?.valueFrom?.fieldRef?.fieldPath;
+  if (envFrom("EFAWATCH_NODE_NAME") !== "spec.nodeName") errs.push("node name not from spec.nodeName");
+  if (envFrom("EFAWATCH_POD_IP") !== "status.podIP") errs.push("pod IP not from status.podIP");
+  const env = (name) => c.env?.find((e) => e.name === name)?.value;
+
+  // Host paths are read-only, except the agent's own state directory.
+  const hostVolumes = new Map(
+    pod.volumes.filter((v) => v.hostPath).map((v) => [v.name, v.hostPath.path]),
+  );
+  for (const m of c.volumeMounts ?? []) {
+    const path = hostVolumes.get(m.name);
+    if (path && path !== "/var/lib/efawatch" && !m.readOnly) {
+      errs.push(`hostPath ${path} mounted read-write`);
+    }
+  }
+  for (const p of ["/var/log/pods", "/sys", "/proc"]) {
+    if (![...hostVolumes.values()].includes(p)) errs.push(`hostPath ${p} not mounted`);
+  }
+
+  // RBAC: get/list/watch pods in the agent's namespace, nothing more.
+  if (byKind("ClusterRole").length || byKind("ClusterRoleBinding").length) {
+    errs.push("cluster-scoped RBAC");
+  }
+  for (const role of byKind("Role")) {
+    for (const rule of role.rules) {
+      const extra = rule.verbs.filter((v) => !["get", "list", "watch"].includes(v));
+      if (rule.resources.some((r) => r !== "pods") || extra.length || rule.apiGroups.some((g) => g)) {
+        errs.push(`Role ${role.metadata.name} grants more than get/list/watch pods`);
+      }
+    }
+  }
+
+  const sc = c.securityContext ?? {};
+  const efa = c.resources?.limits?.["vpc.amazonaws.com/efa"];
+  const devMount = (c.volumeMounts ?? []).some((m) => m.mountPath === "/dev/infiniband");
+  if (overlay === "efa-device-plugin" || overlay === "eks-efa") {
+    if (String(efa) !== "1") errs.push("no vpc.amazonaws.com/efa limit of 1");
+    if (!sc.capabilities?.add?.includes("IPC_LOCK")) errs.push("no IPC_LOCK for memory registration");
+    if (sc.privileged) errs.push("privileged with a device plugin device");
+    if (env("EFAWATCH_MESH_DISCOVERY") !== "kubernetes") errs.push("ping mesh not on with a device");
+  } else if (overlay === "host-devices") {
+    if (!sc.privileged || !devMount) errs.push("host-devices needs privileged and /dev/infiniband");
+    if (efa) errs.push("host-devices must not take an EFA from the device plugin");
+    if (env("EFAWATCH_MESH_DISCOVERY") !== "kubernetes") errs.push("ping mesh not on with a device");
+  } else {
+    if (efa || devMount || sc.privileged) errs.push("the base must not have device access");
+    if (env("EFAWATCH_MESH_DISCOVERY")) errs.push("the base must leave the ping mesh off");
+    if (sc.capabilities?.drop?.[0] !== "ALL") errs.push("the base must drop all capabilities");
+  }
+  if (overlay === "eks-efa" || overlay === "monitoring") {
+    const [sm] = byKind("ServiceMonitor");
+    const relabel = sm?.spec.endpoints?.[0]?.relabelings ?? [];
+    if (!relabel.some((r) => r.targetLabel === "node" &&
+        r.sourceLabels?.includes("__meta_kubernetes_pod_node_name"))) {
+      errs.push("ServiceMonitor does not set node from __meta_kubernetes_pod_node_name");
+    }
+    if (!byKind("PrometheusRule").length) errs.push("no PrometheusRule");
+  }
+  return errs;
+}
+
+async function check(overlay, text) {
+  const docs = parseAllDocuments(text);
+  const errs = [];
+  const objs = [];
+  for (const d of docs) {
+    if (d.errors.length) errs.push(...d.errors.map((e) => `yaml: ${e.message}`));
+    const o = d.toJS();
+    if (o) objs.push(o);
+  }
+  if (!objs.length) errs.push("no objects");
+  for (const o of objs) errs.push(...(await schemaErrors(o)));
+  if (overlay !== "monitoring") errs.push(...policyErrors(objs, overlay));
+  else if (!objs.some((o) => o.kind === "ServiceMonitor")) errs.push("no ServiceMonitor");
+  return { errs, count: objs.length };
+}
+
+// The validator must reject what the schema forbids, or a green run means nothing.
+async function selfTest() {
+  const bad = [
+    { apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: "x" },
+      spec: { selector: {}, template: { spec: { containers: [{ name: "c", ports: [{ containerPort: "x" }] }] } } } },
+    { apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule", metadata: { name: "r" },
+      spec: { groups: [{ name: "g", rules: [{ alert: "A" }] }] } },
+    { apiVersion: "v1", kind: "Servce", metadata: { name: "typo" } },
+  ];
+  for (const o of bad) {
+    const errs = await schemaErrors(o);
+    if (!errs.length) {
+      console.error(`self-test: ${o.kind} should have been rejected`);
+      process.exit(1);
+    }
+  }
+  console.log("self-test: invalid objects rejected");
+}
+
+const [arg, file] = process.argv.slice(2);
+if (arg === "--self-test") {
+  await selfTest();
+} else {
+  const { errs, count } = await check(arg, readFileSync(file, "utf8"));
+  if (errs.length) {
+    for (const e of errs) console.error(`${arg}: ${e}`);
+    process.exit(1);
+  }
+  console.log(`${arg}: ${count} objects valid`);
+}
