@@ -7,11 +7,13 @@
 #      Prometheus in the hub, loaded with the shipped rules (when given), names it as the suspect
 #   3. agent 3 restarted -> its pingers see it again
 #   4. agent 2's link cut -> agent 2 raises self-suspicion; the others do not; link back -> clears
-# Usage: mesh_netns_test.sh path/to/efawatchd [path/to/rules.yml]
+#   5. collectives (host backend) across three namespaces: data-checked all_reduce and all_gather
+# Usage: mesh_netns_test.sh path/to/efawatchd path/to/efawatch [path/to/rules.yml]
 set -euo pipefail
 
-AGENT=$(realpath "${1:?usage: $0 path/to/efawatchd [rules.yml]}")
-RULES=${2:-}
+AGENT=$(realpath "${1:?usage: $0 path/to/efawatchd path/to/efawatch [rules.yml]}")
+CLI=$(realpath "${2:?usage: $0 path/to/efawatchd path/to/efawatch [rules.yml]}")
+RULES=${3:-}
 skip() { echo "SKIP: $*"; exit 77; }
 [[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces)"
 command -v ip >/dev/null || skip "iproute2 'ip' not installed"
@@ -229,6 +231,19 @@ done
 ip -n "$(ns 2)" link set "$(veth 2)" up
 self_clear() { [[ $(metric 2 efawatch_mesh_self_suspect) == 0 ]]; }
 wait_for 30 "agent 2's self-suspicion clears when its link is back" self_clear
+
+echo "== collectives across namespaces (host backend, agents 1, 3, 4)"
+PARTS="$(ipof 1):9478,$(ipof 3):9478,$(ipof 4):9478"
+for op in all_reduce all_gather; do
+  if ip netns exec "$HUB" "$CLI" collective --agents "$PARTS" --op "$op" --sizes 64K:4M:4 \
+    --iters 5 --deadline-ms 60000 >"$WORK/coll-$op.txt" 2>&1 &&
+    grep -q "Data check: OK (0 wrong elements)" "$WORK/coll-$op.txt" &&
+    grep -q "3 ranks on mesh-1, mesh-3, mesh-4" "$WORK/coll-$op.txt"; then
+    echo "PASS: $op across three namespaces: $(grep 'Avg bus bandwidth' "$WORK/coll-$op.txt")"
+  else
+    echo "FAIL: $op across three namespaces"; cat "$WORK/coll-$op.txt"; FAILED=1
+  fi
+done
 
 for i in "${!PIDS[@]}"; do
   kill -0 "${PIDS[$i]}" 2>/dev/null || { echo "FAIL: agent $i died"; tail -n 5 "$WORK/agent$i.log"; FAILED=1; }
