@@ -143,8 +143,9 @@ void Participant::Run(std::shared_ptr<Session> s, v1::StartCollectiveRequest sta
     std::lock_guard lock(mu_);
     if (session_ == s) session_.reset();
   }
-  s->backend.reset();
+  // Answer first: tearing a failed backend down may wait for its leftover operations.
   done(std::move(result));
+  s->backend.reset();
 }
 
 void Participant::Abort(const std::string& session) {
