@@ -103,7 +103,17 @@ absl::Status App::Start() {
                                       : efa::ExpectedEfaDevices(config_.instance_type);
   // The EFA fallback rule needs to know whether NCCL jobs run here: the log analysis says.
   efa_ = std::make_unique<efa::EfaMonitor>(
-      eopts, clock_, &findings_, [this] { return pods_->NcclActive(); }, nullptr);
+      eopts, clock_, &findings_, [this] { return pods_->NcclActive(); },
+      [this]() -> uint64_t {
+        // Only an IP provider's probe traffic shows on the ethernet counters. fabric_ is set
+        // once at start, before the EFA thread runs its first evaluation.
+        const fabric::FabricService* f = fabric_.get();
+        if (f == nullptr || f->responder() == nullptr ||
+            f->responder()->info().provider.starts_with("efa")) {
+          return 0;
+        }
+        return f->OwnTrafficBytes();
+      });
   efa_->EvaluateOnce();
   if (efa_->efa_devices() == 0) {
     spdlog::info("EFA: absent (no EFA devices under {}/class/infiniband)",

@@ -35,7 +35,7 @@ class HostBackend final : public RankBackend {
 
 }  // namespace
 
-BackendFactory HostBackendFactory(fabric::EndpointOptions endpoint) {
+BackendFactory HostBackendFactory(const fabric::EndpointOptions& endpoint) {
   return [endpoint](
              const v1::JoinCollectiveRequest& j) -> absl::StatusOr<std::unique_ptr<RankBackend>> {
     const uint64_t max_size = *std::max_element(j.sizes().begin(), j.sizes().end());

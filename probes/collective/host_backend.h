@@ -7,6 +7,6 @@ namespace efawatch::collective {
 
 /// The host backend: one rank per agent, ring collectives over libfabric (HostRing) on the
 /// endpoint options the agent's fabric uses.
-BackendFactory HostBackendFactory(fabric::EndpointOptions endpoint);
+BackendFactory HostBackendFactory(const fabric::EndpointOptions& endpoint);
 
 }  // namespace efawatch::collective

@@ -53,9 +53,9 @@ HostRing::~HostRing() {
   if (recv_pending_ || send_pending_) {
     // Closing now could crash the agent; leaking one endpoint of a failed probe cannot.
     (void)ep_.release();
-    data_.release();
-    send_.release();
-    recv_.release();
+    (void)data_.release();
+    (void)send_.release();
+    (void)recv_.release();
   }
 }
 

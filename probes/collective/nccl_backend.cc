@@ -350,7 +350,7 @@ class NcclBackend final : public RankBackend {
 
 bool NcclBackendBuilt() { return true; }
 
-BackendFactory NcclBackendFactory(NcclBackendOptions options) {
+BackendFactory NcclBackendFactory(const NcclBackendOptions& options) {
   return [options](const v1::JoinCollectiveRequest& j) { return NcclBackend::Create(j, options); };
 }
 

@@ -21,7 +21,7 @@ bool NcclBackendBuilt();
 /// The NCCL backend: one rank per local GPU, communicators initialised non-blocking so a dead
 /// peer ends in ncclCommAbort at the deadline, CUDA-event timing, a data check, and NCCL's own
 /// log analyzed into the result.
-BackendFactory NcclBackendFactory(NcclBackendOptions options);
+BackendFactory NcclBackendFactory(const NcclBackendOptions& options);
 
 /// Reads `path` from byte `offset` (what NCCL wrote during one probe) and says what NCCL picked:
 /// network, transport, provider, version and findings, with the analyzer of daemon/nccl.

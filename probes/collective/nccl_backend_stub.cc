@@ -6,6 +6,6 @@ namespace efawatch::collective {
 
 bool NcclBackendBuilt() { return false; }
 
-BackendFactory NcclBackendFactory(NcclBackendOptions /*options*/) { return {}; }
+BackendFactory NcclBackendFactory(const NcclBackendOptions& /*options*/) { return {}; }
 
 }  // namespace efawatch::collective

@@ -115,13 +115,14 @@ void Participant::Start(const v1::StartCollectiveRequest& request, Done done) {
     session_->started = true;
     s = session_;
     if (worker_.joinable()) worker_.join();  // the previous session's thread, finished
-    worker_ = std::jthread([this, s, request, done = std::move(done)](std::stop_token) mutable {
-      Run(std::move(s), std::move(request), std::move(done));
-    });
+    // The session's own stop source aborts it; the thread's token is not needed.
+    worker_ = std::jthread(
+        [this, s, request, done = std::move(done)]() mutable { Run(std::move(s), request, done); });
   }
 }
 
-void Participant::Run(std::shared_ptr<Session> s, v1::StartCollectiveRequest start, Done done) {
+void Participant::Run(std::shared_ptr<Session> s, const v1::StartCollectiveRequest& start,
+                      const Done& done) {
   const std::stop_token stop = s->stop.get_token();
   const auto deadline = s->deadline;
   absl::StatusOr<v1::RankResult> result = [&]() -> absl::StatusOr<v1::RankResult> {

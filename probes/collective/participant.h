@@ -55,7 +55,7 @@ class Participant {
     std::stop_source stop;
     bool started = false;
   };
-  void Run(std::shared_ptr<Session> s, v1::StartCollectiveRequest start, Done done);
+  void Run(std::shared_ptr<Session> s, const v1::StartCollectiveRequest& start, const Done& done);
   // Drops a session nobody started before its deadline (its coordinator died). Holds mu_.
   void ReclaimExpiredLocked();
 

@@ -181,8 +181,19 @@ void FabricService::Record(const std::string& peer, const PingResult* ping,
     s.ping->rtt_us.clear();  // The summary is kept; the samples would cost up to 800 KB a peer.
     s.ping->rtt_us.shrink_to_fit();
   }
-  if (bw != nullptr) s.bandwidth = *bw;
+  if (bw != nullptr) {
+    s.bandwidth = *bw;
+    uint64_t bytes = 0;
+    for (const BandwidthPoint& p : bw->points) bytes += p.bytes;
+    probe_bytes_ += bytes;
+  }
   if (failed) ++s.failures;
+}
+
+uint64_t FabricService::OwnTrafficBytes() const {
+  uint64_t total = probe_bytes_.load();
+  if (responder_) total += responder_->counters().bw_bytes;
+  return total;
 }
 
 void FabricService::Notify() const {

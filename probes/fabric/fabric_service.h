@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -80,6 +81,11 @@ class FabricService {
 
   std::vector<PeerProbeState> PeerStates() const;
 
+  /// Bytes this agent's own bandwidth probes moved, sent and received (the responder's sink
+  /// included), since start. The EFA fallback check subtracts them from the ethernet bytes when
+  /// the fabric is an IP provider, so our own probes never look like a job on TCP.
+  uint64_t OwnTrafficBytes() const;
+
  private:
   FabricService(const FabricServiceOptions& options, const common::Clock& clock)
       : options_(options), clock_(clock) {}
@@ -98,6 +104,7 @@ class FabricService {
   bool stopping_ = false;  // Guarded by mu_.
   std::list<std::pair<std::jthread, std::shared_ptr<std::atomic<bool>>>> workers_;  // mu_
   std::map<std::string, PeerProbeState> peers_;  // Guarded by mu_.
+  std::atomic<uint64_t> probe_bytes_{0};
 };
 
 }  // namespace efawatch::fabric

@@ -49,7 +49,7 @@ Mesh::Mesh(MeshOptions options, std::unique_ptr<PeerSource> source, PeerLookup& 
 Mesh::~Mesh() { Stop(); }
 
 void Mesh::Start() {
-  thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  thread_ = std::jthread([this](const std::stop_token& stop) { Loop(stop); });
 }
 
 void Mesh::Stop() {

@@ -49,7 +49,7 @@ TEST(NormalizeTest, DefaultsAndLimits) {
   EXPECT_EQ(n->iters(), 10u);
   EXPECT_EQ(n->deadline_ms(), 60000u);
 
-  auto expect_invalid = [](v1::RunCollectiveRequest req, const std::string& words) {
+  auto expect_invalid = [](const v1::RunCollectiveRequest& req, const std::string& words) {
     auto got = Normalize(req, {});
     ASSERT_FALSE(got.ok()) << words;
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
