@@ -51,15 +51,16 @@ next_port() { PORT=$((PORT + 1)); }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 median() { python3 -c "import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))" "$@"; }
 
-# fi_pingpong <size> <iterations> -> the data line of the client. The server is polled for, not
-# slept on: the client retries its connect until the server listens (up to 5 s).
+# fi_pingpong <size> <iterations> -> the data line of the client (its size column reads 64, 4k,
+# 1m). The server is polled for, not slept on: the client retries its connect until the server
+# listens (up to 5 s).
 # Called in $(...), a subshell, so the caller moves PORT on (next_port) between calls.
 pingpong() {
   fi_pingpong -e rdm -p tcp -d "$IFACE" -B "$PORT" -I "$2" -S "$1" >"$WORK/pp_server" 2>&1 &
   local srv=$! line=""
   for _ in $(seq 50); do
     line=$(fi_pingpong -e rdm -p tcp -d "$IFACE" -P "$PORT" -I "$2" -S "$1" "$ADDR" 2>&1 |
-      grep -E "^[0-9]+ " | tail -1) && [[ -n $line ]] && break
+      grep -E "^[0-9]+[kmg]? " | tail -1) && [[ -n $line ]] && break
     sleep 0.1
   done
   wait "$srv" || true
