@@ -138,7 +138,11 @@ m_msg=$(median "${msg[@]}") m_pp=$(median "${pp[@]}") m_rma=0
 $have_rma && m_rma=$(median "${rma[@]}")
 echo "bandwidth at 1 MiB, median of $BW_ROUNDS rounds taking turns (MB/s = 10^6 B/s):"
 printf '%-40s %9.1f MB/s   %s\n' "ours, messages (window $BW_WINDOW, one way)" "$m_msg" "runs: ${msg[*]}"
-printf '%-40s %9.1f MB/s   %s\n' "ours, RMA write (window $BW_WINDOW, one way)" "$m_rma" "runs: ${rma[*]}"
+if $have_rma; then
+  printf '%-40s %9.1f MB/s   %s\n' "ours, RMA write (window $BW_WINDOW, one way)" "$m_rma" "runs: ${rma[*]}"
+else
+  echo "ours, RMA write: skipped (this probe has no --rma)"
+fi
 printf '%-40s %9.1f MB/s   %s\n' "fi_pingpong (1 MiB, ping-pong)" "$m_pp" "runs: ${pp[*]}"
 if $have_iperf; then
   m_ip=$(median "${ip[@]}")
@@ -149,8 +153,8 @@ fi
 echo
 echo "ratios (target >= 0.90):"
 printf '  messages / fi_pingpong %6s    RMA / fi_pingpong %6s\n' "$(ratio "$m_msg" "$m_pp")" \
-  "$(ratio "$m_rma" "$m_pp")"
+  "$($have_rma && ratio "$m_rma" "$m_pp" || echo -)"
 if $have_iperf; then
   printf '  messages / iperf3      %6s    RMA / iperf3      %6s\n' "$(ratio "$m_msg" "$m_ip")" \
-    "$(ratio "$m_rma" "$m_ip")"
+    "$($have_rma && ratio "$m_rma" "$m_ip" || echo -)"
 fi
