@@ -104,6 +104,7 @@ int RunBandwidth(const AgentConnection& conn, const BandwidthArgs& args, const s
   req.set_peer_agent(args.peer);
   for (uint64_t s : args.sizes) req.add_sizes(s);
   req.set_bidirectional(args.bidirectional);
+  req.set_rma(args.rma);
   req.set_window(args.window);
   req.set_ms_per_size(args.ms_per_size);
   req.set_deadline_ms(args.deadline_ms);
@@ -120,8 +121,8 @@ int RunBandwidth(const AgentConnection& conn, const BandwidthArgs& args, const s
     out << "fabric: " << r.local().provider() << " " << r.local().fabric() << " "
         << r.local().domain() << "\n"
         << "from " << r.local().printable() << " to " << r.peer() << ", "
-        << (r.bidirectional() ? "bidirectional" : "unidirectional") << ", window " << r.window()
-        << "\n"
+        << (r.bidirectional() ? "bidirectional" : "unidirectional")
+        << (r.rma() ? ", RMA write" : ", messages") << ", window " << r.window() << "\n"
         << Line("%-10s %10s %14s %10s %10s\n", "bytes", "messages", "total bytes", "seconds",
                 "GB/s");
     for (const auto& p : r.points()) {

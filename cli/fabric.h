@@ -21,6 +21,7 @@ struct BandwidthArgs {
   std::string peer;
   std::vector<uint64_t> sizes;  ///< Empty: the agent's default sweep (4 KiB .. 8 MiB).
   bool bidirectional = false;
+  bool rma = false;     ///< RMA writes into the peer's sink instead of messages.
   uint32_t window = 0;  ///< 0: the agent's default.
   uint32_t ms_per_size = 0;
   uint32_t deadline_ms = 30000;

@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
   bw->add_option("--sizes", bw_args.sizes, "Message sizes, comma-separated (default 4K..8M)")
       ->delimiter(',');
   bw->add_flag("--bidirectional", bw_args.bidirectional, "The peer echoes every message");
+  bw->add_flag("--rma", bw_args.rma,
+               "RMA writes (fi_write) into the peer's sink; needs FI_RMA on both agents");
   bw->add_option("--window", bw_args.window, "Messages in flight (default 16)");
   bw->add_option("--ms-per-size", bw_args.ms_per_size, "Time per size (default 200)");
   bw->add_option("--deadline-ms", bw_args.deadline_ms, "Whole probe (default 30000)");

@@ -105,6 +105,7 @@ void Fill(const fabric::FabricInfo& info, const std::string& raw, const std::str
   out->set_provider(info.provider);
   out->set_fabric(info.fabric);
   out->set_domain(info.domain);
+  out->set_rma(info.rma);
 }
 
 void Fill(const fabric::PingResult& r, v1::PingResponse* out) {
@@ -133,6 +134,7 @@ void Fill(const fabric::BandwidthResult& r, v1::BandwidthResponse* out) {
   Fill(r.fabric, "", r.local_address, out->mutable_local());
   out->set_peer(r.peer_address);
   out->set_bidirectional(r.bidirectional);
+  out->set_rma(r.rma);
   out->set_window(r.window);
   for (const auto& p : r.points) {
     auto* pp = out->add_points();
@@ -451,6 +453,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
     fabric::BandwidthOptions o;
     if (request->sizes_size() > 0) o.sizes.assign(request->sizes().begin(), request->sizes().end());
     o.bidirectional = request->bidirectional();
+    o.rma = request->rma();
     if (request->window() != 0) o.window = request->window();
     if (request->ms_per_size() != 0) {
       o.duration_per_size = std::chrono::milliseconds(request->ms_per_size());

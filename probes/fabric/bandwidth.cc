@@ -63,6 +63,8 @@ class BandwidthRun {
   uint64_t echo_messages_ = 0;
   uint64_t echo_bytes_ = 0;
   std::optional<MessageHeader> answer_;
+  std::optional<RemoteRegion> region_;  // The responder's RMA sink, from kRmaInfo.
+  uint64_t written_ = 0;                // RMA writes completed without error.
   MessageType awaited_answer_ = MessageType::kHelloAck;
   uint64_t awaited_session_ = 0;
   std::chrono::steady_clock::time_point last_completion_;
@@ -89,6 +91,7 @@ ssize_t BandwidthRun::Pump() {
       if (op != &control_tx_) {
         --tx_outstanding_;
         free_tx_.push_back(op);
+        if (done[i].error == 0 && options_.rma) ++written_;
         // A failed send will never be echoed.
         if (done[i].error != 0 && options_.bidirectional && echo_outstanding_ > 0) {
           --echo_outstanding_;
@@ -104,6 +107,9 @@ ssize_t BandwidthRun::Pump() {
         ++echo_messages_;
         echo_bytes_ += done[i].len;
       } else if (h && h->type == awaited_answer_ && h->session == awaited_session_) {
+        if (h->type == MessageType::kRmaInfo) {
+          region_ = DecodeRegion(msg.subspan(std::min(msg.size(), HeaderBytes(h->sender.size()))));
+        }
         answer_ = std::move(h);
       }
     }
@@ -184,8 +190,12 @@ BandwidthRun::Wait BandwidthRun::Stream(size_t size, uint64_t session,
     bool again = false;
     if (in_flight < r_.window && !free_tx_.empty() && more()) {
       Op* op = free_tx_.back();
+      // RMA writes all land on the start of the sink: the responder never reads it, and one
+      // region keeps its memory bounded by the largest message.
       const ssize_t ret =
-          ep_->PostSend(buf, size, link_->descs[data_index_], link_->peer, &op->ctx);
+          options_.rma ? ep_->PostWrite(buf, size, link_->descs[data_index_], link_->peer,
+                                        region_->address, region_->key, &op->ctx)
+                       : ep_->PostSend(buf, size, link_->descs[data_index_], link_->peer, &op->ctx);
       if (ret == 0) {
         free_tx_.pop_back();
         op->busy = true;
@@ -196,7 +206,7 @@ BandwidthRun::Wait BandwidthRun::Stream(size_t size, uint64_t session,
       }
       if (ret != -FI_EAGAIN) {
         ++r_.errors;
-        r_.last_error = std::string(FiStatus("fi_send", ret).message());
+        r_.last_error = std::string(FiStatus(options_.rma ? "fi_write" : "fi_send", ret).message());
         broken_ = true;
         return Wait::kBroken;
       }
@@ -236,14 +246,23 @@ absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
   deadline_ = start + options_.deadline;
   if (options_.sizes.empty()) return absl::InvalidArgumentError("no bandwidth sizes given");
   if (options_.window == 0) return absl::InvalidArgumentError("bandwidth window must be > 0");
-  auto opened = internal::OpenLink(options_.endpoint, options_.peer);
+  if (options_.rma && options_.bidirectional) {
+    return absl::InvalidArgumentError("RMA bandwidth is one-way: drop bidirectional or rma");
+  }
+  EndpointOptions endpoint = options_.endpoint;
+  endpoint.rma = options_.rma;
+  auto opened = internal::OpenLink(endpoint, options_.peer);
   if (!opened.ok()) return opened.status();
   link_ = *std::move(opened);
   ep_ = link_->ep.get();
+  if (options_.rma) {
+    if (absl::Status s = RequireRma(ep_->info()); !s.ok()) return s;
+  }
   r_.fabric = ep_->info();
   r_.local_address = ep_->Printable(ep_->address());
   r_.peer_address = link_->peer_printable;
   r_.bidirectional = options_.bidirectional;
+  r_.rma = options_.rma;
 
   const size_t header = HeaderBytes(ep_->address().size());
   size_t max_size = header;
@@ -290,8 +309,24 @@ absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
     return r_;
   }
   const uint64_t peer_depth = std::max<uint64_t>(answer_->seq, 1);
-  const uint64_t peer_max = answer_->value;
-  r_.window = static_cast<uint32_t>(std::min<uint64_t>(options_.window, peer_depth));
+  uint64_t peer_max = answer_->value;
+  // Writes need no posted receive at the responder, so its receive depth does not cap them.
+  r_.window = options_.rma ? options_.window
+                           : static_cast<uint32_t>(std::min<uint64_t>(options_.window, peer_depth));
+  if (options_.rma) {
+    w = Control(MessageType::kRmaHello, MessageType::kRmaInfo);
+    if (w != Wait::kOk) {
+      End(w);
+      r_.elapsed = clock_.Now() - start;
+      return r_;
+    }
+    if (!region_.has_value() || region_->bytes == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("responder ", r_.peer_address,
+                       " offers no RMA sink (its provider has no RMA, or the sink is off)"));
+    }
+    peer_max = std::min<uint64_t>(peer_max, region_->bytes);
+  }
 
   for (size_t requested : options_.sizes) {
     const size_t size = std::max(requested, header);
@@ -304,6 +339,7 @@ absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
     const uint64_t session = internal::NewSession();
     echo_messages_ = 0;
     echo_bytes_ = 0;
+    written_ = 0;
     const auto t0 = clock_.Now();
     w = Stream(size, session, options_.duration_per_size, 0);
     if (w != Wait::kOk) break;
@@ -312,8 +348,13 @@ absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
     const auto t1 = clock_.Now();
     BandwidthPoint p;
     p.message_bytes = size;
-    p.messages = answer_->seq + echo_messages_;
-    p.bytes = answer_->value + echo_bytes_;
+    if (options_.rma) {
+      p.messages = written_;
+      p.bytes = written_ * size;
+    } else {
+      p.messages = answer_->seq + echo_messages_;
+      p.bytes = answer_->value + echo_bytes_;
+    }
     p.seconds = std::chrono::duration<double>(t1 - t0).count();
     p.gbytes_per_second = p.seconds > 0 ? static_cast<double>(p.bytes) / p.seconds / 1e9 : 0;
     r_.points.push_back(p);
@@ -330,6 +371,13 @@ std::vector<size_t> DefaultBandwidthSizes() {
   for (size_t s = 4096; s <= (8u << 20); s *= 4) sizes.push_back(s);
   if (sizes.back() != (8u << 20)) sizes.push_back(8u << 20);
   return sizes;
+}
+
+absl::Status RequireRma(const FabricInfo& fabric) {
+  if (fabric.rma) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("provider ", fabric.provider.empty() ? "(none)" : fabric.provider,
+                   " has no RMA (FI_RMA); measure with messages instead (no --rma)"));
 }
 
 absl::StatusOr<BandwidthResult> Bandwidth(const BandwidthOptions& options, std::stop_token stop,

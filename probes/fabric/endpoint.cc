@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -31,11 +32,12 @@ char* Dup(std::string_view s) {
 // Hints that every provider we target accepts (see the reference notes, "recommended portable
 // hints"): RDM + FI_MSG only (efa-direct has no FI_TAGGED), FI_CONTEXT|FI_CONTEXT2 (efa-direct
 // requires FI_CONTEXT2, so every post carries an fi_context2), and the mr_mode fi_pingpong uses.
-InfoPtr MakeHints(std::string_view provider) {
+InfoPtr MakeHints(std::string_view provider, bool rma) {
   InfoPtr hints(fi_allocinfo());
   if (!hints) throw std::bad_alloc();
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_MSG;
+  if (rma) hints->caps |= FI_RMA;
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
@@ -101,9 +103,14 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions
   const uint32_t version = NegotiatedApiVersion();
   std::vector<std::string> tried;
   for (const std::string& provider : options.providers) {
-    InfoPtr hints = MakeHints(provider);
     fi_info* raw = nullptr;
-    const int ret = fi_getinfo(version, nullptr, nullptr, 0, hints.get(), &raw);
+    bool rma = options.rma;
+    int ret = fi_getinfo(version, nullptr, nullptr, 0, MakeHints(provider, rma).get(), &raw);
+    if (ret == -FI_ENODATA && rma) {
+      // No RMA entry: open for messages only; RMA probes then refuse with a clear reason.
+      rma = false;
+      ret = fi_getinfo(version, nullptr, nullptr, 0, MakeHints(provider, rma).get(), &raw);
+    }
     InfoPtr list(raw);
     if (ret != 0) {
       tried.push_back(
@@ -147,8 +154,9 @@ absl::Status Endpoint::Open(const EndpointOptions& options, InfoPtr info) {
   info_.fabric = fi_->fabric_attr->name ? fi_->fabric_attr->name : "";
   info_.domain = fi_->domain_attr->name ? fi_->domain_attr->name : "";
   info_.library_version = fi_version();
-  info_.rma = (fi_->caps & FI_RMA) != 0;
+  info_.rma = options.rma && (fi_->caps & FI_RMA) == FI_RMA;
   info_.mr_local = (fi_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  info_.mr_virt_addr = (fi_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
   info_.manual_progress = fi_->domain_attr->data_progress == FI_PROGRESS_MANUAL;
   info_.max_msg_size = fi_->ep_attr->max_msg_size;
   info_.inject_size = fi_->tx_attr->inject_size;
@@ -268,12 +276,41 @@ absl::StatusOr<fi_addr_t> Endpoint::Resolve(std::string_view raw) {
 
 absl::StatusOr<void*> Endpoint::Register(std::span<std::byte> buffer) {
   if (!info_.mr_local) return nullptr;
+  const uint64_t access = FI_SEND | FI_RECV | (info_.rma ? FI_WRITE : 0);
   fid_mr* mr = nullptr;
-  const int ret = fi_mr_reg(domain_.get(), buffer.data(), buffer.size(), FI_SEND | FI_RECV, 0, 0, 0,
-                            &mr, nullptr);
+  const int ret =
+      fi_mr_reg(domain_.get(), buffer.data(), buffer.size(), access, 0, 0, 0, &mr, nullptr);
   if (ret != 0) return FiStatus("fi_mr_reg", ret);
   mrs_.emplace_back(mr);
   return fi_mr_desc(mr);
+}
+
+absl::StatusOr<RemoteRegion> Endpoint::RegisterRemoteWrite(std::span<std::byte> buffer) {
+  if (!info_.rma) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("provider ", info_.provider, " has no RMA (FI_RMA)"));
+  }
+  // Target buffers are registered whatever FI_MR_LOCAL says: a peer can reach only registered
+  // memory, and only with the access granted here (writes, no reads).
+  fid_mr* mr = nullptr;
+  const int ret = fi_mr_reg(domain_.get(), buffer.data(), buffer.size(), FI_REMOTE_WRITE, 0, 0, 0,
+                            &mr, nullptr);
+  if (ret != 0) return FiStatus("fi_mr_reg(FI_REMOTE_WRITE)", ret);
+  mrs_.emplace_back(mr);
+  RemoteRegion region;
+  region.address = info_.mr_virt_addr ? reinterpret_cast<uint64_t>(buffer.data()) : 0;
+  region.key = fi_mr_key(mr);
+  region.bytes = buffer.size();
+  return region;
+}
+
+ssize_t Endpoint::PostInject(const void* buf, size_t len, fi_addr_t dest) {
+  return fi_inject(ep_.get(), buf, len, dest);
+}
+
+ssize_t Endpoint::PostWrite(const void* buf, size_t len, void* desc, fi_addr_t dest,
+                            uint64_t remote_address, uint64_t key, fi_context2* ctx) {
+  return fi_write(ep_.get(), buf, len, desc, dest, remote_address, key, ctx);
 }
 
 void Endpoint::Cancel(fi_context2* ctx) { fi_cancel(&ep_->fid, ctx); }

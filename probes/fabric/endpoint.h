@@ -39,6 +39,17 @@ struct EndpointOptions {
   bool blocking_wait = false;
   /// Peers kept in the address vector; the least recently used is removed beyond this.
   size_t av_capacity = 256;
+  /// Ask for FI_RMA as well (RMA-write bandwidth, the responder's sink). A provider that has no
+  /// RMA entry is opened without it, and FabricInfo::rma says so: RMA is an extra, not a reason
+  /// to fall to the next provider.
+  bool rma = false;
+};
+
+/// Where a peer may fi_write: its registered buffer, as fi_write wants it.
+struct RemoteRegion {
+  uint64_t address = 0;  ///< Virtual address with FI_MR_VIRT_ADDR, else the offset 0.
+  uint64_t key = 0;      ///< fi_mr_key of the registration.
+  uint64_t bytes = 0;    ///< Writable length; 0 means "no region offered".
 };
 
 /// What fi_getinfo actually gave us; reported so an operator sees tcp where efa was expected.
@@ -49,8 +60,9 @@ struct FabricInfo {
   std::string domain;            ///< domain_attr->name, e.g. "rdmap79s0-rdm", "lo".
   uint32_t api_version = 0;      ///< FI_VERSION we asked for (min of headers and runtime library).
   uint32_t library_version = 0;  ///< fi_version() of the runtime library.
-  bool rma = false;              ///< The provider offers FI_RMA on this entry.
-  bool mr_local = false;         ///< Buffers must be registered (FI_MR_LOCAL).
+  bool rma = false;       ///< FI_RMA was asked for (EndpointOptions::rma) and this entry has it.
+  bool mr_local = false;  ///< Buffers must be registered (FI_MR_LOCAL).
+  bool mr_virt_addr = false;     ///< RMA addresses are virtual addresses (FI_MR_VIRT_ADDR).
   bool manual_progress = false;  ///< Data progress is FI_PROGRESS_MANUAL: poll to move bytes.
   size_t max_msg_size = 0;
   size_t inject_size = 0;
@@ -116,12 +128,26 @@ class Endpoint {
   /// Registers `buffer` for send and receive when the provider needs it (FI_MR_LOCAL) and returns
   /// the descriptor to pass with every post that uses it (null when no registration is needed).
   /// The Endpoint keeps the registration until it closes; the buffer must outlive the Endpoint.
+  /// With RMA the registration also allows fi_write from the buffer.
   absl::StatusOr<void*> Register(std::span<std::byte> buffer);
+
+  /// Registers `buffer` as a target of remote writes only (FI_REMOTE_WRITE; never remote reads)
+  /// and returns what a peer passes to fi_write. FAILED_PRECONDITION without RMA. The Endpoint
+  /// keeps the registration until it closes; the buffer must outlive the Endpoint.
+  absl::StatusOr<RemoteRegion> RegisterRemoteWrite(std::span<std::byte> buffer);
 
   /// Posts a receive / send. Return 0, -FI_EAGAIN (progress with Poll() and retry the same post)
   /// or another negative FI_E* code (see FiStatus). `ctx` must stay valid until its completion.
   ssize_t PostRecv(void* buf, size_t len, void* desc, fi_context2* ctx);
   ssize_t PostSend(const void* buf, size_t len, void* desc, fi_addr_t dest, fi_context2* ctx);
+  /// Sends `len` <= info().inject_size bytes (fi_inject): the provider copies them before
+  /// returning, so `buf` is free at once, and no completion is generated (a failure is silent).
+  ssize_t PostInject(const void* buf, size_t len, fi_addr_t dest);
+
+  /// Posts an RMA write of `len` bytes into the peer's region at `remote_address` (fi_write).
+  /// Same return convention as PostSend; only valid when info().rma.
+  ssize_t PostWrite(const void* buf, size_t len, void* desc, fi_addr_t dest,
+                    uint64_t remote_address, uint64_t key, fi_context2* ctx);
 
   /// Asks the provider to cancel a posted operation (fi_cancel); it then completes with
   /// FI_ECANCELED. Best effort: providers cannot cancel every send.

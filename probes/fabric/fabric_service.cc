@@ -69,6 +69,9 @@ absl::Status FabricService::Validate(const BandwidthOptions& o) const {
           absl::StrCat("size ", s, " out of range 1..", l.max_message_bytes));
     }
   }
+  if (o.rma && o.bidirectional) {
+    return absl::InvalidArgumentError("RMA bandwidth is one-way: drop bidirectional or rma");
+  }
   if (o.window == 0 || o.window > l.max_window) {
     return absl::InvalidArgumentError(absl::StrCat("window must be 1..", l.max_window));
   }

@@ -23,7 +23,7 @@ T Get(const std::byte* at) {
 
 bool KnownType(uint8_t t) {
   return t >= static_cast<uint8_t>(MessageType::kPing) &&
-         t <= static_cast<uint8_t>(MessageType::kHelloAck);
+         t <= static_cast<uint8_t>(MessageType::kRmaInfo);
 }
 
 }  // namespace
@@ -47,6 +47,23 @@ void RewriteType(std::span<std::byte> message, MessageType type, uint64_t value)
   if (message.size() < kFixedHeaderBytes) return;
   Put<uint8_t>(message.data() + 5, static_cast<uint8_t>(type));
   Put<uint64_t>(message.data() + 24, value);
+}
+
+bool EncodeRegion(const RemoteRegion& region, std::span<std::byte> out) {
+  if (out.size() < kRegionBytes) return false;
+  Put<uint64_t>(out.data(), region.address);
+  Put<uint64_t>(out.data() + 8, region.key);
+  Put<uint64_t>(out.data() + 16, region.bytes);
+  return true;
+}
+
+std::optional<RemoteRegion> DecodeRegion(std::span<const std::byte> in) {
+  if (in.size() < kRegionBytes) return std::nullopt;
+  RemoteRegion r;
+  r.address = Get<uint64_t>(in.data());
+  r.key = Get<uint64_t>(in.data() + 8);
+  r.bytes = Get<uint64_t>(in.data() + 16);
+  return r;
 }
 
 std::optional<MessageHeader> DecodeHeader(std::span<const std::byte> in) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "probes/fabric/endpoint.h"
+
 namespace efawatch::fabric {
 
 /// What a probe message asks of the responder, or answers.
@@ -19,6 +21,8 @@ enum class MessageType : uint8_t {
   kBwDoneAck = 6,  ///< `value` holds the bytes received for `session`, `seq` the messages.
   kHello = 7,      ///< Asks for the responder's limits.
   kHelloAck = 8,   ///< `value` = max message bytes, `seq` = posted receive depth.
+  kRmaHello = 9,   ///< Asks where RMA writes may go (the responder's sink).
+  kRmaInfo = 10,   ///< Followed by an encoded RemoteRegion; `bytes` 0 when there is no sink.
 };
 
 /// The fixed header every probe message starts with, followed by the sender's fabric address
@@ -62,6 +66,14 @@ size_t EncodeHeader(const MessageHeader& header, std::span<std::byte> out);
 /// Rewrites only the type (and value) of an encoded header in place; used to turn a received
 /// kPing into a kPong without copying the payload.
 void RewriteType(std::span<std::byte> message, MessageType type, uint64_t value);
+
+/// Bytes of an encoded RemoteRegion (address, key, length; 8 bytes each, little-endian).
+inline constexpr size_t kRegionBytes = 24;
+
+/// Writes `region` at `out` (kRegionBytes). Returns false when `out` is too small.
+bool EncodeRegion(const RemoteRegion& region, std::span<std::byte> out);
+/// Reads a region written by EncodeRegion; nullopt when `in` is too short.
+std::optional<RemoteRegion> DecodeRegion(std::span<const std::byte> in);
 
 /// Parses the header of a received message of `in.size()` bytes. Returns nullopt for anything
 /// that is not a well-formed version-1 probe message (wrong magic, unknown type, address length

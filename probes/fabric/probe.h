@@ -68,7 +68,10 @@ struct BandwidthOptions {
   std::string peer;                                     ///< The responder's raw fabric address.
   std::vector<size_t> sizes = DefaultBandwidthSizes();  ///< Message sizes, header included.
   bool bidirectional = false;  ///< The responder echoes every message back.
-  uint32_t window = 16;        ///< Messages in flight; capped by the responder's rx depth.
+  /// One-sided: fi_write into the responder's RMA sink instead of sends into its receives. Needs
+  /// FI_RMA on both sides (FAILED_PRECONDITION otherwise); not with `bidirectional`.
+  bool rma = false;
+  uint32_t window = 16;  ///< Messages in flight; capped by the responder's rx depth.
   std::chrono::milliseconds duration_per_size{200};  ///< Timed sending per size.
   std::chrono::milliseconds stall_timeout{2000};     ///< No completion for this long: dead peer.
   std::chrono::milliseconds deadline{30000};         ///< Whole probe, setup included.
@@ -87,6 +90,7 @@ struct BandwidthResult {
   std::string local_address;
   std::string peer_address;
   bool bidirectional = false;
+  bool rma = false;                    ///< Measured with RMA writes.
   uint32_t window = 0;                 ///< Effective window.
   std::vector<BandwidthPoint> points;  ///< One per size completed.
   uint32_t errors = 0;
@@ -95,8 +99,14 @@ struct BandwidthResult {
   std::chrono::nanoseconds elapsed{0};
 };
 
+/// OK when `fabric` can do RMA writes; FAILED_PRECONDITION naming the provider otherwise.
+absl::Status RequireRma(const FabricInfo& fabric);
+
 /// Streams messages of each size to a Responder with `window` in flight, for duration_per_size,
-/// then asks the responder how many bytes it got. Same error/timeout contract as Ping.
+/// then asks the responder how many bytes it got. With `rma` it first asks for the responder's
+/// sink, then counts the writes that completed here (RMA is one-sided: the responder sees none),
+/// and a kBwDone round trip after them closes the timed span. Same error/timeout contract as
+/// Ping; FAILED_PRECONDITION when RMA is asked for and this provider or the responder lacks it.
 absl::StatusOr<BandwidthResult> Bandwidth(const BandwidthOptions& options,
                                           std::stop_token stop = {},
                                           const common::Clock& clock = common::SystemClock::Get());

@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<Responder>> Responder::Create(const ResponderOpti
   std::unique_ptr<Responder> r(new Responder());
   r->options_ = options;
   r->options_.endpoint.blocking_wait = true;
+  r->options_.endpoint.rma = options.rma_sink;
   auto ep = Endpoint::Create(r->options_.endpoint);
   if (!ep.ok()) return ep.status();
   r->endpoint_ = *std::move(ep);
@@ -83,6 +84,7 @@ ResponderCounters Responder::counters() const {
   c.recv_errors = recv_errors_.load(std::memory_order_relaxed);
   c.send_errors = send_errors_.load(std::memory_order_relaxed);
   c.wakeups = wakeups_.load(std::memory_order_relaxed);
+  c.rma_hellos = rma_hellos_.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -161,6 +163,14 @@ void Responder::Reply(Slot& slot, size_t len, const std::string& to) {
     Post(slot);
     return;
   }
+  // A small reply (a 64-byte pong) goes out with fi_inject, as fi_pingpong sends: the provider
+  // copies it at once, so the buffer is posted again right away and no send completion has to be
+  // reaped before the next ping. The cost of the round trip is then the provider's, not ours.
+  if (len <= endpoint_->info().inject_size &&
+      endpoint_->PostInject(slot.buf->data(), len, *dest) == 0) {
+    Post(slot);
+    return;
+  }
   slot.state = Slot::State::kReplying;
   slot.reply_len = len;
   slot.reply_to = *dest;
@@ -188,6 +198,22 @@ bool Responder::FlushPending() {
   }
   pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(done));
   return pending_.empty();
+}
+
+RemoteRegion Responder::RmaSink() {
+  if (rma_sink_ != nullptr) return rma_region_;
+  if (!options_.rma_sink || !endpoint_->info().rma) return RemoteRegion{};
+  // Not zeroed and never read: what peers write here is only counted by them.
+  auto sink = std::make_unique<AlignedBuffer>(options_.max_message_bytes, /*zero=*/false);
+  auto region = endpoint_->RegisterRemoteWrite(sink->span());
+  if (!region.ok()) {
+    // Answered as "no sink"; the prober reports FAILED_PRECONDITION. Asked again next time.
+    recv_errors_.fetch_add(1, std::memory_order_relaxed);
+    return RemoteRegion{};
+  }
+  rma_sink_ = std::move(sink);
+  rma_region_ = *region;
+  return rma_region_;
 }
 
 void Responder::Handle(Slot& slot, size_t len) {
@@ -223,6 +249,21 @@ void Responder::Handle(Slot& slot, size_t len) {
       } else {
         Post(slot);
       }
+      return;
+    }
+    case MessageType::kRmaHello: {
+      rma_hellos_.fetch_add(1, std::memory_order_relaxed);
+      MessageHeader ack;
+      ack.type = MessageType::kRmaInfo;
+      ack.session = h->session;
+      ack.sender = endpoint_->address();
+      const size_t n = EncodeHeader(ack, slot.buf->span());
+      if (n == 0 || !EncodeRegion(RmaSink(), slot.buf->span().subspan(n))) {
+        garbage_.fetch_add(1, std::memory_order_relaxed);
+        Post(slot);
+        return;
+      }
+      Reply(slot, n + kRegionBytes, h->sender);
       return;
     }
     case MessageType::kBwDone:

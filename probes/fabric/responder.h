@@ -33,6 +33,11 @@ struct ResponderOptions {
   std::chrono::microseconds spin_after_traffic{50000};
   /// Bandwidth sessions whose byte counts are kept (oldest overwritten).
   size_t max_sessions = 64;
+  /// Offer a sink for RMA-write bandwidth probes when the provider has FI_RMA: one buffer of
+  /// max_message_bytes, registered for remote writes only, allocated on the first kRmaHello (an
+  /// agent that is never RMA-probed pays nothing for it) and never read as data. Off: kRmaInfo
+  /// says "no sink" and RMA probes are refused.
+  bool rma_sink = true;
 };
 
 /// Counters since start. Plain values; read with Responder::counters().
@@ -46,6 +51,7 @@ struct ResponderCounters {
   uint64_t recv_errors = 0;   ///< Error completions of receives (e.g. truncation).
   uint64_t send_errors = 0;   ///< Error completions of replies (peer went away).
   uint64_t wakeups = 0;       ///< Times the loop returned from a blocking wait.
+  uint64_t rma_hellos = 0;    ///< kRmaHello answered (with a sink or without).
 };
 
 /// The always-on side of every fabric probe: echoes kPing as kPong, sinks (or echoes) bandwidth
@@ -85,6 +91,7 @@ class Responder {
   void Handle(Slot& slot, size_t len);
   void Reply(Slot& slot, size_t len, const std::string& to);
   bool FlushPending();
+  RemoteRegion RmaSink();
 
   ResponderOptions options_;
   std::string printable_address_;
@@ -101,10 +108,13 @@ class Responder {
   std::vector<Session> sessions_;
   size_t next_session_ = 0;
   std::vector<Slot*> pending_;  // Posts that got -FI_EAGAIN, retried after progress.
+  // The RMA sink (null until first asked for). Peers write into it; nothing here reads it.
+  std::unique_ptr<AlignedBuffer> rma_sink_;
+  RemoteRegion rma_region_;
   std::unique_ptr<Endpoint> endpoint_;
 
   std::atomic<uint64_t> received_{0}, pings_{0}, bw_messages_{0}, bw_bytes_{0}, garbage_{0},
-      unresolvable_{0}, recv_errors_{0}, send_errors_{0}, wakeups_{0};
+      unresolvable_{0}, recv_errors_{0}, send_errors_{0}, wakeups_{0}, rma_hellos_{0};
   mutable std::mutex mu_;
   absl::Status status_;  // Guarded by mu_.
   std::jthread thread_;

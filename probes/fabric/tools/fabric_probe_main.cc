@@ -3,7 +3,7 @@
 //
 //   efawatch-fabric-probe responder --provider tcp --interface lo [--address-file F]
 //   efawatch-fabric-probe ping --peer HEX [--count N] [--size S] ...
-//   efawatch-fabric-probe bandwidth --peer HEX [--sizes 4096,1048576] [--bidirectional] ...
+//   efawatch-fabric-probe bandwidth --peer HEX [--sizes 4096,1048576] [--bidirectional|--rma] ...
 //
 // The responder prints one JSON line with its address once it serves, then runs until SIGINT or
 // SIGTERM and prints its counters.
@@ -63,6 +63,11 @@ int main(int argc, char** argv) {
   size_t rx_depth = 8;
   responder->add_option("--address-file", address_file, "write the hex address here");
   responder->add_option("--rx-depth", rx_depth, "posted receives");
+  efawatch::fabric::ResponderOptions ro;
+  responder->add_option("--max-message-bytes", ro.max_message_bytes,
+                        "largest message (and RMA sink) in bytes, header included");
+  bool no_rma_sink = false;
+  responder->add_flag("--no-rma-sink", no_rma_sink, "offer no sink for RMA writes");
 
   std::string peer_hex;
   auto* ping = app.add_subcommand("ping", "ping a responder");
@@ -83,6 +88,7 @@ int main(int argc, char** argv) {
   bw->add_option("--peer", peer_hex, "responder address (hex)")->required();
   bw->add_option("--sizes", bo.sizes)->delimiter(',');
   bw->add_flag("--bidirectional", bo.bidirectional);
+  bw->add_flag("--rma", bo.rma, "fi_write into the responder's sink (needs FI_RMA)");
   bw->add_option("--window", bo.window);
   bw->add_option("--ms-per-size", per_size_ms);
   bw->add_option("--stall-ms", stall_ms);
@@ -100,9 +106,9 @@ int main(int argc, char** argv) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    efawatch::fabric::ResponderOptions ro;
     ro.endpoint = eo;
     ro.rx_depth = rx_depth;
+    ro.rma_sink = !no_rma_sink;
     auto r = efawatch::fabric::Responder::Create(ro);
     if (!r.ok()) return Fail(r.status());
     const std::string hex = absl::BytesToHexString((*r)->address());
@@ -121,7 +127,8 @@ int main(int argc, char** argv) {
     std::cout << json{{"received", c.received},       {"pings", c.pings},
                       {"bw_messages", c.bw_messages}, {"bw_bytes", c.bw_bytes},
                       {"garbage", c.garbage},         {"send_errors", c.send_errors},
-                      {"recv_errors", c.recv_errors}, {"wakeups", c.wakeups}}
+                      {"recv_errors", c.recv_errors}, {"wakeups", c.wakeups},
+                      {"rma_hellos", c.rma_hellos}}
               << std::endl;
     return 0;
   }
@@ -183,6 +190,7 @@ int main(int argc, char** argv) {
                     {"local", res->local_address},
                     {"peer", res->peer_address},
                     {"bidirectional", res->bidirectional},
+                    {"rma", res->rma},
                     {"window", res->window},
                     {"points", points},
                     {"errors", res->errors},

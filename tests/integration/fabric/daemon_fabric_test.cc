@@ -118,6 +118,35 @@ TEST_F(DaemonFabricTest, CliPingAndBandwidthTextAndJson) {
   EXPECT_THAT(out, HasSubstr("1048576"));
 }
 
+TEST_F(DaemonFabricTest, RmaBandwidthOverGrpcAndCli) {
+  v1::BandwidthRequest breq;
+  breq.set_peer_agent(b_->grpc_address());
+  breq.add_sizes(1 << 20);
+  breq.set_ms_per_size(100);
+  breq.set_rma(true);
+  v1::BandwidthResponse bresp;
+  grpc::Status st = Bandwidth(*a_, breq, &bresp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_TRUE(bresp.rma());
+  EXPECT_TRUE(bresp.local().rma()) << "tcp;ofi_rxm offers FI_RMA";
+  EXPECT_EQ(bresp.end(), v1::PROBE_END_COMPLETED) << bresp.last_error();
+  ASSERT_EQ(bresp.points_size(), 1);
+  EXPECT_GT(bresp.points(0).gbytes_per_second(), 0.0005);
+
+  breq.set_bidirectional(true);
+  st = Bandwidth(*a_, breq, &bresp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("one-way"));
+
+  auto [rc, out] = testing::RunCommand(
+      {testing::BinaryPath("bin/efawatch"), "bandwidth", "--agent", a_->grpc_address(), "--peer",
+       b_->grpc_address(), "--sizes", "1048576", "--ms-per-size", "100", "--rma"},
+      60s);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr("RMA write"));
+  EXPECT_THAT(out, HasSubstr("GB/s"));
+}
+
 TEST_F(DaemonFabricTest, BadArgumentsAreInvalidArgument) {
   v1::PingResponse resp;
   v1::PingRequest req;

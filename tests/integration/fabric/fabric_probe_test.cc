@@ -1,6 +1,7 @@
 // A real responder and real probes over libfabric providers on 127.0.0.1, in one process (and a
 // second process for the SIGKILL case). Bounds are generous: CI machines are small and shared,
 // so the assertions are about correctness and boundedness, not speed.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -126,6 +127,57 @@ TEST_P(FabricProbeTest, BandwidthUniAndBidirectional) {
   }
   EXPECT_GT(r->counters().bw_bytes, 0u);
   EXPECT_EQ(r->counters().garbage, 0u);
+}
+
+// RMA writes into the responder's sink where the provider has FI_RMA (tcp;ofi_rxm does); a clean
+// FAILED_PRECONDITION where it does not.
+TEST_P(FabricProbeTest, RmaWriteBandwidthWhereTheProviderHasRma) {
+  auto r = StartResponder();
+  ASSERT_NE(r, nullptr);
+  BandwidthOptions o;
+  o.endpoint = Fabric();
+  o.peer = r->address();
+  o.sizes = {4096, 1 << 20};
+  o.rma = true;
+  o.duration_per_size = milliseconds(100);
+  auto res = Bandwidth(o);
+  if (!r->info().rma) {
+    EXPECT_EQ(res.status().code(), absl::StatusCode::kFailedPrecondition) << res.status();
+    return;
+  }
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_TRUE(res->rma);
+  EXPECT_EQ(res->end, ProbeEnd::kCompleted) << res->last_error;
+  EXPECT_EQ(res->errors, 0u) << res->last_error;
+  ASSERT_EQ(res->points.size(), 2u);
+  for (const BandwidthPoint& p : res->points) {
+    EXPECT_GT(p.messages, 0u);
+    EXPECT_EQ(p.bytes, p.messages * p.message_bytes);
+    EXPECT_GT(p.gbytes_per_second, 0.0005) << "below 0.5 MB/s on loopback is broken";
+  }
+  const ResponderCounters c = r->counters();
+  EXPECT_EQ(c.rma_hellos, 1u);
+  EXPECT_EQ(c.bw_messages, 0u) << "writes are one-sided: no message reaches the responder";
+  EXPECT_EQ(c.garbage, 0u);
+  EXPECT_EQ(c.recv_errors, 0u);
+}
+
+TEST_P(FabricProbeTest, RmaIsRefusedWhenTheResponderOffersNoSink) {
+  ResponderOptions ro;
+  ro.endpoint = Fabric();
+  ro.rma_sink = false;
+  auto r = Responder::Create(ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  BandwidthOptions o;
+  o.endpoint = Fabric();
+  o.peer = (*r)->address();
+  o.sizes = {4096};
+  o.rma = true;
+  o.duration_per_size = milliseconds(50);
+  o.deadline = milliseconds(20000);
+  auto res = Bandwidth(o);
+  EXPECT_EQ(res.status().code(), absl::StatusCode::kFailedPrecondition) << res.status();
+  EXPECT_THAT(std::string(res.status().message()), testing::HasSubstr("RMA"));
 }
 
 TEST_P(FabricProbeTest, StoppedResponderGivesTimeoutWithinDeadline) {

@@ -38,20 +38,36 @@ ip -n "$B" addr add "$IP_B/24" dev "$VB"
 for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
 ip -n "$A" link set "$VA" up
 ip -n "$B" link set "$VB" up
+# Every wait below polls against a deadline instead of sleeping a fixed time: a loaded host
+# (tests run next to builds) can take seconds for what takes milliseconds on an idle one.
+deadline_after() { echo $(($(date +%s%N) / 1000000 + $1)); }
+before() { (($(date +%s%N) / 1000000 < $1)); }
+
 # libfabric's tcp provider lists only interfaces that are running (carrier up); a fresh veth
 # takes a moment to get there.
-for _ in $(seq 50); do
-  ip -n "$A" link show "$VA" | grep -q LOWER_UP && ip -n "$B" link show "$VB" | grep -q LOWER_UP &&
-    break
+until_ms=$(deadline_after 10000)
+until ip -n "$A" link show "$VA" | grep -q LOWER_UP && ip -n "$B" link show "$VB" | grep -q LOWER_UP; do
+  before "$until_ms" || { echo "FAIL: veth pair not up within 10 s"; exit 1; }
+  sleep 0.05
+done
+
+# The responder exits at once when the provider does not list the interface yet; start it again
+# until it serves (writes its address) or 30 s pass.
+until_ms=$(deadline_after 30000)
+while true; do
+  ip netns exec "$B" "$TOOL" --provider tcp --interface "$VB" responder \
+    --address-file "$WORK/addr" >"$WORK/responder.json" 2>&1 &
+  RESP_PID=$!
+  while [[ ! -s $WORK/addr ]] && kill -0 "$RESP_PID" 2>/dev/null && before "$until_ms"; do
+    sleep 0.05
+  done
+  [[ -s $WORK/addr ]] && break
+  kill "$RESP_PID" 2>/dev/null || true
+  wait "$RESP_PID" 2>/dev/null || true
+  RESP_PID=""
+  before "$until_ms" || { cat "$WORK/responder.json"; echo "FAIL: responder did not start"; exit 1; }
   sleep 0.1
 done
-sleep 0.5
-
-ip netns exec "$B" "$TOOL" --provider tcp --interface "$VB" responder \
-  --address-file "$WORK/addr" >"$WORK/responder.json" 2>&1 &
-RESP_PID=$!
-for _ in $(seq 300); do [[ -s $WORK/addr ]] && break; sleep 0.1; done
-[[ -s $WORK/addr ]] || { cat "$WORK/responder.json"; echo "FAIL: responder did not start"; exit 1; }
 PEER=$(cat "$WORK/addr")
 echo "responder: $(head -1 "$WORK/responder.json")"
 
@@ -92,7 +108,7 @@ undrop() {
 
 cd "$WORK"
 FAILED=0
-PING=(ping --count 300 --size 64 --timeout-ms 1000)
+PING=(ping --count 300 --size 64 --timeout-ms 1000 --samples)
 
 echo "== clean"
 probe "${PING[@]}" --deadline-ms 30000 >clean.json
@@ -104,12 +120,21 @@ drop 10
 probe "${PING[@]}" --deadline-ms 120000 >drop.json
 undrop
 field drop.json '(end, received, lost, rtt_us["median"], rtt_us["p99"], rtt_us["max"])'
-# TCP hides a drop behind a retransmission (>= 200 ms RTO on Linux), so it shows as a tail far
-# above the clean one, or as loss when the retransmission comes after the 1 s message timeout.
-check "10% drop: raised RTT tail or counted loss" \
-  'drop["lost"] > 0 or drop["rtt_us"]["max"] > max(20 * clean["rtt_us"]["p99"], 100000)'
-check "10% drop: p99 above the clean p99" \
-  'drop["lost"] > 3 or drop["rtt_us"]["p99"] > clean["rtt_us"]["p99"]'
+# TCP hides a drop behind a retransmission. With one message in flight there are no duplicate
+# ACKs for a fast retransmit, so a lost segment waits for the retransmission timer (Linux: at
+# least TCP_RTO_MIN = 200 ms; the tail-loss probe also waits ~200 ms for a lone segment): it
+# shows as an RTT of >= ~200 ms, or as loss when the retransmission comes after the 1 s message
+# timeout. 300 pings at 10% drop lose ~30 segments from A; fewer than 5 slow-or-lost messages
+# would be a ~1e-8 event. Compared by count, not by the clean run's percentiles: those move
+# with host load (a busy 2-core box puts milliseconds into a clean p99), the RTO floor does not.
+SLOW='lambda r: r["lost"] + sum(1 for x in r.get("samples_us", []) if x >= 150000)'
+echo "slow (>= 150 ms) or lost: clean $(field clean.json "($SLOW)(dict(lost=lost, samples_us=samples_us))")," \
+  "10% drop $(field drop.json "($SLOW)(dict(lost=lost, samples_us=samples_us))")"
+check "10% drop: >= 5 of 300 messages delayed by a retransmission (>= 150 ms) or lost" \
+  "($SLOW)(drop) >= 5"
+check "10% drop: more slow-or-lost messages than the clean run" "($SLOW)(drop) > ($SLOW)(clean)"
+check "10% drop: p99 at the retransmission scale (>= 150 ms) or loss" \
+  'drop["lost"] > 3 or drop["rtt_us"]["p99"] >= 150000'
 
 echo "== blackhole"
 drop all
