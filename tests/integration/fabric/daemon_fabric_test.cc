@@ -18,8 +18,6 @@ namespace efawatch {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::Subprocess;
-using testing::TempDir;
 using namespace std::chrono_literals;
 
 using Agent = testing::AgentProcess;
