@@ -157,13 +157,7 @@ grpc::Status ToGrpc(const absl::Status& s) {
 
 // Asks another agent for its fabric address with the callback client API, so no gRPC thread
 // waits on the network. `done` runs once, on a gRPC thread.
-// How this agent dials peers: its client credentials and the certificate name to expect.
-struct PeerDialer {
-  std::shared_ptr<grpc::ChannelCredentials> creds;
-  std::string server_name;
-};
-
-void LookupPeer(const std::string& peer_agent, const PeerDialer& dialer,
+void LookupPeer(const std::string& peer_agent, PeerChannels& channels,
                 std::chrono::milliseconds timeout,
                 std::function<void(absl::StatusOr<std::string>)> done) {
   struct Call {
@@ -173,7 +167,7 @@ void LookupPeer(const std::string& peer_agent, const PeerDialer& dialer,
     v1::FabricAddress response;
   };
   auto call = std::make_shared<Call>();
-  call->stub = v1::Agent::NewStub(PeerChannel(peer_agent, dialer.creds, dialer.server_name));
+  call->stub = v1::Agent::NewStub(channels.Get(peer_agent));
   call->ctx.set_deadline(std::chrono::system_clock::now() + timeout);
   call->stub->async()->GetFabricAddress(
       &call->ctx, &call->request, &call->response,
@@ -295,12 +289,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
 
 class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
  public:
-  AgentService(const AgentHandler* handler, PeerDialer dialer,
-               std::unique_ptr<PeerChannels> channels)
-      : handler_(handler),
-        dialer_(std::move(dialer)),
-        channels_(std::move(channels)),
-        calls_(*channels_) {}
+  AgentService(const AgentHandler* handler, std::unique_ptr<PeerChannels> channels)
+      : handler_(handler), channels_(std::move(channels)), calls_(*channels_) {}
 
   // Cancels a coordination in flight (its participants abort at their deadline or when told) and
   // waits for its thread, so the server's shutdown finds every call finished.
@@ -498,7 +488,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
     if (absl::Status s = f->Validate(o); !s.ok()) return reactor->Finish(ToGrpc(s));
     if (!peer_address.empty()) return run(f, std::move(o));
     const auto lookup_timeout = std::min(o.deadline, std::chrono::milliseconds(5000));
-    LookupPeer(peer_agent, dialer_, lookup_timeout,
+    LookupPeer(peer_agent, *channels_, lookup_timeout,
                [reactor, f, o, run](absl::StatusOr<std::string> addr) mutable {
                  if (!addr.ok()) return reactor->Finish(ToGrpc(addr.status()));
                  o.peer = *std::move(addr);
@@ -507,7 +497,6 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   }
 
   const AgentHandler* handler_;
-  const PeerDialer dialer_;
   std::unique_ptr<PeerChannels> channels_;
   GrpcCollectiveCalls calls_;
   std::mutex coord_mu_;
@@ -537,16 +526,12 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
     creds = grpc::SslServerCredentials(ssl);
   }
 
-  auto peer_creds = PeerCredentials(options.peer_tls);
-  if (!peer_creds.ok()) return peer_creds.status();
   auto channels = PeerChannels::Create(options.peer_tls);
   if (!channels.ok()) return channels.status();
 
   gpr_set_log_function(ForwardGrpcLog);
   std::unique_ptr<GrpcEdge> edge(new GrpcEdge());
-  edge->service_ = std::make_unique<AgentService>(
-      handler, PeerDialer{*std::move(peer_creds), options.peer_tls.server_name},
-      *std::move(channels));
+  edge->service_ = std::make_unique<AgentService>(handler, *std::move(channels));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
