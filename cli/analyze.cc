@@ -1,13 +1,13 @@
 #include "cli/analyze.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -17,145 +17,35 @@
 #include <thread>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "daemon/nccl/analyzer.h"
 #include "daemon/nccl/report_json.h"
 
 namespace efawatch::cli {
 namespace {
 
-constexpr size_t kChunk = 1 << 20;
+constexpr size_t kChunk = 1 << 18;
 
-// Feeds every line of `data` (the last one may lack its newline), numbering from 1; returns
-// the number of lines.
-uint64_t FeedBuffer(std::string_view source, std::string_view data, nccl::Analyzer* analyzer) {
-  return analyzer->FeedLines(source, 1, data);
-}
+// Reads the next bytes into dst[0, n): returns how many, 0 at the end, or -1 with `error` set.
+using ReadFn = absl::FunctionRef<int64_t(char* dst, size_t n, std::string* error)>;
 
-// Large files are cut at line boundaries into one part per physical core (half the hardware
-// threads: the scan is memory-bound and gains little from SMT siblings; on a 2-vCPU box it
-// stays sequential, where two threads measured no faster); each part is analyzed by its own
-// Analyzer on its own thread and the results are merged in order (Analyzer::Merge, tested to
-// give the same report as one pass).
-constexpr size_t kParallelMinBytes = 32u << 20;
-constexpr unsigned kMaxThreads = 4;
-
-unsigned ParallelParts(size_t bytes) {
-  unsigned n = std::min(kMaxThreads, std::thread::hardware_concurrency() / 2);
-  return n < 2 || bytes < kParallelMinBytes ? 1 : n;
-}
-
-void FeedParallel(std::string_view source, std::string_view data, unsigned n,
-                  nccl::Analyzer* analyzer) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  for (unsigned i = 1; i < n && start < data.size(); ++i) {
-    size_t cut = std::max(start, data.size() * i / n);
-    const void* nl = memchr(data.data() + cut, '\n', data.size() - cut);
-    if (nl == nullptr) break;
-    size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data.data()) + 1;
-    parts.push_back(data.substr(start, end - start));
-    start = end;
-  }
-  parts.push_back(data.substr(start));
-  std::vector<std::unique_ptr<nccl::Analyzer>> later;
-  std::vector<uint64_t> counts(parts.size(), 0);
-  {
-    std::vector<std::jthread> threads;
-    for (size_t i = 1; i < parts.size(); ++i) {
-      later.push_back(std::make_unique<nccl::Analyzer>(analyzer->options()));
-      threads.emplace_back(
-          [&, i, a = later.back().get()] { counts[i] = FeedBuffer(source, parts[i], a); });
-    }
-    counts[0] = FeedBuffer(source, parts[0], analyzer);
-  }  // joins
-  uint64_t offset = counts[0];
-  for (size_t i = 1; i < parts.size(); ++i) {
-    analyzer->Merge(std::move(*later[i - 1]), offset);
-    offset += counts[i];
-  }
-}
-
-// Regular uncompressed files large enough to be split across threads are mapped and scanned in
-// place; returns false when the file is not such a file, so the caller streams it instead.
-// A single thread streams even a regular file: read() into a buffer that stays in cache was
-// measured 2-3x cheaper than first-touch page faults on a mapping (bench/analyze.sh).
-bool FeedMapped(const std::string& path, nccl::Analyzer* analyzer) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 2 ||
-      ParallelParts(static_cast<size_t>(st.st_size)) < 2) {
-    close(fd);
-    return false;
-  }
-  unsigned char magic[2] = {0, 0};
-  if (pread(fd, magic, 2, 0) != 2 || (magic[0] == 0x1f && magic[1] == 0x8b)) {
-    close(fd);
-    return false;
-  }
-  size_t size = static_cast<size_t>(st.st_size);
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (map == MAP_FAILED) return false;
-  madvise(map, size, MADV_SEQUENTIAL);
-  FeedParallel(path, std::string_view(static_cast<const char*>(map), size), ParallelParts(size),
-               analyzer);
-  munmap(map, size);
-  return true;
-}
-
-// Reads `path` (or stdin for "-") and feeds it line by line. Plain files are read with read()
-// into one reused buffer; gzip files (by their magic bytes) go through zlib. Lines that cross
-// a buffer boundary are moved to the front of the buffer, not copied aside.
-absl::Status FeedFile(const std::string& path, nccl::Analyzer* analyzer) {
-  if (path != "-" && FeedMapped(path, analyzer)) return absl::OkStatus();
-  int fd = path == "-" ? dup(STDIN_FILENO) : open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(path + ": " + (errno != 0 ? std::strerror(errno) : "cannot open"));
-  }
-  // zlib decides by the first bytes whether to decompress; peeking needs a seekable file, so
-  // pipes always go through zlib (which passes plain data through unchanged).
-  unsigned char magic[2] = {0, 0};
-  bool seekable = lseek(fd, 0, SEEK_CUR) == 0;
-  bool gzip = !seekable || pread(fd, magic, 2, 0) != 2 || (magic[0] == 0x1f && magic[1] == 0x8b);
-  gzFile f = nullptr;
-  if (gzip) {
-    f = gzdopen(fd, "rb");
-    if (f == nullptr) {
-      close(fd);
-      return absl::NotFoundError(path + ": cannot open");
-    }
-    gzbuffer(f, kChunk);
-  }
-  // One chunk plus room for a carried partial line; the analyzer truncates long lines, so a
-  // line longer than the buffer is fed in one piece of kChunk bytes and the rest is dropped.
+// Feeds every line that `read` yields to `analyzer`, numbering from 1; returns the number of
+// lines. Whole lines go to the analyzer in blocks straight from one reused buffer; a line that
+// crosses a read boundary is moved to the front of the buffer, not copied aside. The analyzer
+// truncates long lines, so a line longer than a chunk is fed as its first kChunk bytes and the
+// rest is skipped.
+absl::StatusOr<uint64_t> StreamLines(ReadFn read, std::string_view source,
+                                     nccl::Analyzer* analyzer) {
   std::string buf(2 * kChunk, '\0');
   size_t have = 0;
   bool skipping = false;  // inside the dropped rest of an over-long line
   uint64_t line_no = 0;
-  const std::string_view source = path == "-" ? std::string_view("<stdin>") : path;
+  std::string error;
   for (;;) {
-    size_t room = buf.size() - have;
-    int64_t n = 0;
-    if (gzip) {
-      n = gzread(f, buf.data() + have, static_cast<unsigned>(std::min(room, kChunk)));
-    } else {
-      n = read(fd, buf.data() + have, std::min(room, kChunk));
-      if (n < 0 && errno == EINTR) continue;
-    }
-    if (n < 0) {
-      std::string msg;
-      if (gzip) {
-        int code = 0;
-        msg = gzerror(f, &code);
-        gzclose(f);
-      } else {
-        msg = std::strerror(errno);
-        close(fd);
-      }
-      return absl::DataLossError(path + ": " + msg);
-    }
+    int64_t n = read(buf.data() + have, std::min(buf.size() - have, kChunk), &error);
+    if (n < 0) return absl::DataLossError(std::string(source) + ": " + error);
     if (n == 0) break;
     std::string_view data(buf.data(), have + static_cast<size_t>(n));
     size_t start = 0;
@@ -167,7 +57,6 @@ absl::Status FeedFile(const std::string& path, nccl::Analyzer* analyzer) {
       }
     }
     if (!skipping) {
-      // Whole lines go to the analyzer as one block; the unfinished tail waits for more data.
       size_t last = data.rfind('\n');
       if (last != std::string_view::npos && last >= start) {
         line_no += analyzer->FeedLines(source, line_no + 1, data.substr(start, last + 1 - start));
@@ -176,7 +65,6 @@ absl::Status FeedFile(const std::string& path, nccl::Analyzer* analyzer) {
     }
     have = skipping ? 0 : data.size() - start;
     if (have >= kChunk) {
-      // An over-long line: feed what is here as the line, skip the rest up to its newline.
       analyzer->Feed(source, ++line_no, data.substr(start, have));
       skipping = true;
       have = 0;
@@ -185,12 +73,159 @@ absl::Status FeedFile(const std::string& path, nccl::Analyzer* analyzer) {
     }
   }
   if (have > 0 && !skipping) analyzer->Feed(source, ++line_no, std::string_view(buf.data(), have));
-  if (gzip) {
-    gzclose(f);
-  } else {
-    close(fd);
+  return line_no;
+}
+
+// A read() that retries EINTR.
+int64_t ReadFd(int fd, char* dst, size_t n, std::string* error) {
+  for (;;) {
+    ssize_t r = read(fd, dst, n);
+    if (r >= 0) return r;
+    if (errno != EINTR) {
+      *error = std::strerror(errno);
+      return -1;
+    }
+  }
+}
+
+// pread() of [*offset, end), advancing *offset.
+int64_t PreadRange(int fd, uint64_t* offset, uint64_t end, char* dst, size_t n,
+                   std::string* error) {
+  n = static_cast<size_t>(std::min<uint64_t>(n, end - *offset));
+  if (n == 0) return 0;
+  for (;;) {
+    ssize_t r = pread(fd, dst, n, static_cast<off_t>(*offset));
+    if (r >= 0) {
+      *offset += static_cast<uint64_t>(r);
+      return r;
+    }
+    if (errno != EINTR) {
+      *error = std::strerror(errno);
+      return -1;
+    }
+  }
+}
+
+// The offset just after the first newline at or after `from`, or `size` when there is none.
+uint64_t NextLineStart(int fd, uint64_t from, uint64_t size) {
+  char buf[64 * 1024];
+  while (from < size) {
+    ssize_t r = pread(fd, buf, sizeof(buf), static_cast<off_t>(from));
+    if (r <= 0) return size;  // the read error, if any, shows again when the part is read
+    const void* nl = memchr(buf, '\n', static_cast<size_t>(r));
+    if (nl != nullptr) return from + static_cast<uint64_t>(static_cast<const char*>(nl) - buf) + 1;
+    from += static_cast<uint64_t>(r);
+  }
+  return size;
+}
+
+// Large regular files are cut at line boundaries into `parts` byte ranges; each range is read
+// with pread() by its own thread into its own Analyzer and the results are merged in order
+// (Analyzer::Merge, tested to give the same report as one pass). Each thread reads into a
+// buffer that stays in cache: mapping the file instead was measured 2-3x dearer (first-touch
+// page faults) than read() here. The first range goes into `analyzer` itself.
+absl::Status FeedParts(int fd, uint64_t size, unsigned parts, std::string_view source,
+                       nccl::Analyzer* analyzer) {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  uint64_t begin = 0;
+  for (unsigned i = 1; i < parts && begin < size; ++i) {
+    uint64_t cut = NextLineStart(fd, std::max(begin, size * i / parts), size);
+    if (cut > begin) ranges.emplace_back(begin, cut);
+    begin = cut;
+  }
+  if (begin < size || ranges.empty()) ranges.emplace_back(begin, size);
+  std::vector<std::unique_ptr<nccl::Analyzer>> later;
+  std::vector<absl::StatusOr<uint64_t>> counts(ranges.size(), uint64_t{0});
+  auto run = [&](size_t i, nccl::Analyzer* a) {
+    uint64_t offset = ranges[i].first;
+    const uint64_t end = ranges[i].second;
+    counts[i] =
+        StreamLines([&](char* dst, size_t n,
+                        std::string* error) { return PreadRange(fd, &offset, end, dst, n, error); },
+                    source, a);
+  };
+  {
+    std::vector<std::jthread> threads;
+    for (size_t i = 1; i < ranges.size(); ++i) {
+      later.push_back(std::make_unique<nccl::Analyzer>(analyzer->options()));
+      threads.emplace_back(run, i, later.back().get());
+    }
+    run(0, analyzer);
+  }  // joins
+  for (const auto& c : counts) {
+    if (!c.ok()) return c.status();
+  }
+  uint64_t offset = *counts[0];
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    analyzer->Merge(std::move(*later[i - 1]), offset);
+    offset += *counts[i];
   }
   return absl::OkStatus();
+}
+
+// How many parts a file of `bytes` is analyzed in: `threads` when it is set, otherwise one
+// per hardware thread (up to kMaxThreads) for files of at least kParallelMinBytes. The scan is
+// CPU-bound on cached input: two threads on a 2-vCPU machine measured 1.8x faster in wall time
+// than one (bench/analyze.sh).
+constexpr uint64_t kParallelMinBytes = 32u << 20;
+constexpr unsigned kMaxThreads = 8;
+
+unsigned Parts(uint64_t bytes, unsigned threads) {
+  if (threads > 0) return threads;
+  unsigned n = std::min(kMaxThreads, std::thread::hardware_concurrency());
+  return n < 2 || bytes < kParallelMinBytes ? 1 : n;
+}
+
+// Reads `path` (or stdin for "-") and feeds it line by line. gzip files (by their magic
+// bytes) and pipes go through zlib; large regular files are read in parallel parts.
+absl::Status FeedFile(const std::string& path, unsigned threads, nccl::Analyzer* analyzer) {
+  int fd = path == "-" ? dup(STDIN_FILENO) : open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(path + ": " + (errno != 0 ? std::strerror(errno) : "cannot open"));
+  }
+  const std::string_view source = path == "-" ? std::string_view("<stdin>") : path;
+  // zlib decides by the first bytes whether to decompress; peeking needs a seekable file, so
+  // pipes always go through zlib (which passes plain data through unchanged).
+  unsigned char magic[2] = {0, 0};
+  struct stat st {};
+  bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  bool seekable = lseek(fd, 0, SEEK_CUR) == 0;
+  bool gzip = !seekable || pread(fd, magic, 2, 0) != 2 || (magic[0] == 0x1f && magic[1] == 0x8b);
+  if (!gzip && regular) {
+    uint64_t size = static_cast<uint64_t>(st.st_size);
+    unsigned parts = Parts(size, threads);
+    if (parts > 1) {
+      absl::Status s = FeedParts(fd, size, parts, source, analyzer);
+      close(fd);
+      return s;
+    }
+  }
+  absl::StatusOr<uint64_t> lines;
+  if (gzip) {
+    gzFile f = gzdopen(fd, "rb");
+    if (f == nullptr) {
+      close(fd);
+      return absl::NotFoundError(path + ": cannot open");
+    }
+    gzbuffer(f, kChunk);
+    lines = StreamLines(
+        [&](char* dst, size_t n, std::string* error) -> int64_t {
+          int r = gzread(f, dst, static_cast<unsigned>(n));
+          if (r < 0) {
+            int code = 0;
+            *error = gzerror(f, &code);
+          }
+          return r;
+        },
+        source, analyzer);
+    gzclose(f);
+  } else {
+    lines = StreamLines(
+        [&](char* dst, size_t n, std::string* error) { return ReadFd(fd, dst, n, error); }, source,
+        analyzer);
+    close(fd);
+  }
+  return lines.status();
 }
 
 void PrintText(const nccl::Report& r, std::ostream& out) {
@@ -232,8 +267,19 @@ void PrintText(const nccl::Report& r, std::ostream& out) {
 
 }  // namespace
 
-int RunAnalyze(const std::vector<std::string>& files, const std::string& format, std::ostream& out,
-               std::ostream& err) {
+void ReexecWithHugePageHeap(char** argv) {
+  constexpr std::string_view kTunable = "glibc.malloc.hugetlb";
+  const char* current = std::getenv("GLIBC_TUNABLES");
+  std::string tunables = current != nullptr ? current : "";
+  if (tunables.find(kTunable) != std::string::npos) return;
+  tunables += (tunables.empty() ? "" : ":") + std::string(kTunable) + "=1";
+  if (setenv("GLIBC_TUNABLES", tunables.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // Still here: exec failed (no /proc?); the variable stays set, so no second try.
+}
+
+int RunAnalyze(const std::vector<std::string>& files, const std::string& format, unsigned threads,
+               std::ostream& out, std::ostream& err) {
   if (format != "text" && format != "json") {
     err << "efawatch analyze: unknown --format '" << format << "' (use text or json)\n";
     return 2;
@@ -245,7 +291,7 @@ int RunAnalyze(const std::vector<std::string>& files, const std::string& format,
   nccl::Analyzer analyzer;
   for (const std::string& path : files) {
     errno = 0;
-    absl::Status st = FeedFile(path, &analyzer);
+    absl::Status st = FeedFile(path, threads, &analyzer);
     if (!st.ok()) {
       err << "efawatch analyze: " << st.message() << "\n";
       return 2;

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/analyze.h"
@@ -29,6 +30,8 @@ void AddConnectionFlags(CLI::App* cmd, efawatch::cli::AgentConnection& conn,
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "analyze")
+    efawatch::cli::ReexecWithHugePageHeap(argv);
   CLI::App app{"efawatch: is this GPU node really on the fast fabric?"};
   app.require_subcommand(1);
   int exit_code = 0;
@@ -116,9 +119,15 @@ int main(int argc, char** argv) {
       app.add_subcommand("analyze", "Analyze NCCL_DEBUG=INFO logs (plain, CRI, docker json, .gz)");
   analyze->add_option("--format", analyze_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  unsigned analyze_threads = 0;
+  analyze
+      ->add_option("--threads", analyze_threads,
+                   "parts of a large file analyzed at once (0: one per CPU for files >= 32 MiB)")
+      ->check(CLI::Range(0u, 64u));
   analyze->add_option("files", analyze_files, "log files, - for stdin")->required();
   analyze->callback([&] {
-    exit_code = efawatch::cli::RunAnalyze(analyze_files, analyze_format, std::cout, std::cerr);
+    exit_code = efawatch::cli::RunAnalyze(analyze_files, analyze_format, analyze_threads, std::cout,
+                                          std::cerr);
   });
 
   try {

@@ -160,6 +160,14 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
   comm->ptr.assign(ptr.substr(0, 32));
   comm->ptr_hash = hash;
   // Channel lines printed before the comm line (NCCL <= 2.17 prints "Init COMPLETE" last).
+  if (!p->lead_taken) {
+    p->lead_taken = true;
+    p->lead_comm = comm.get();
+    p->lead.transports = p->pending.transports;
+    p->lead.net_channels = p->pending.net_channels;
+    p->lead.net_gdr_channels = p->pending.net_gdr_channels;
+    p->lead.socket_channels = p->pending.socket_channels;
+  }
   if (!p->pending.transports.empty()) {
     comm->transports = std::move(p->pending.transports);
     comm->net_channels = p->pending.net_channels;

@@ -3,6 +3,7 @@
 // what sequential feeding would have produced: first evidence from the earlier part, counts
 // added, flags or-ed, values that NCCL re-prints (network, provider) from the later part.
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -67,6 +68,21 @@ void AddChannels(CommState* to, CommState&& from) {
   to->socket_channels += from.socket_channels;
 }
 
+// Takes back from `from` what AddChannels(from, what) added; transports that drop to zero go.
+void SubtractChannels(CommState* from, const CommState& what) {
+  for (const auto& [key, count] : what.transports) {
+    for (auto it = from->transports.begin(); it != from->transports.end(); ++it) {
+      if (it->first != key) continue;
+      it->second -= std::min(it->second, count);
+      if (it->second == 0) from->transports.erase(it);
+      break;
+    }
+  }
+  from->net_channels -= std::min(from->net_channels, what.net_channels);
+  from->net_gdr_channels -= std::min(from->net_gdr_channels, what.net_gdr_channels);
+  from->socket_channels -= std::min(from->socket_channels, what.socket_channels);
+}
+
 void FixAll(ProcState* p, const Fix& fix) {
   for (Tally* t : {&p->gdr_on, &p->gdr_off, &p->warns, &p->error_chains, &p->aborts,
                    &p->completions, &p->connect_failures, &p->plugin_failures}) {
@@ -87,7 +103,7 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
   a->plugin_abi_mismatch |= b.plugin_abi_mismatch;
   a->plugin_loaded |= b.plugin_loaded;
   a->plugin_init_failed |= b.plugin_init_failed;
-  Keep(&a->plugin_name, std::move(b.plugin_name));
+  Latest(&a->plugin_name, std::move(b.plugin_name));  // Set() keeps the latest name
   Latest(&a->failed_plugin, std::move(b.failed_plugin));
   a->ofi_seen |= b.ofi_seen;
   a->ibext_seen |= b.ibext_seen;
@@ -113,7 +129,18 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
   for (auto& [name, value] : b.settings) {
     internal::AddSettingTo(&a->settings, st->options.max_settings_per_process, name, value);
   }
-  // Channel lines of `b` printed before any communicator line continue a's current one.
+  // Channel lines of `b` printed before any communicator line continue a's current one: those
+  // still pending, and those b's first communicator took (see ProcState::lead).
+  if (b.lead_comm != nullptr && !b.lead.transports.empty()) {
+    for (auto& bc : b.comms) {
+      if (bc.get() != b.lead_comm) continue;
+      SubtractChannels(bc.get(), b.lead);
+      AddChannels(a->current != nullptr ? a->current : &a->pending, std::move(b.lead));
+      break;
+    }
+  }
+  b.lead = CommState();
+  b.lead_comm = nullptr;
   if (!b.pending.transports.empty() && b.comms.empty()) {
     AddChannels(a->current != nullptr ? a->current : &a->pending, std::move(b.pending));
     b.pending = CommState();

@@ -99,6 +99,13 @@ struct ProcState {
   std::vector<uint64_t> comm_hashes;
   CommState* current = nullptr;
   CommState pending;  // channel lines seen before the comm that owns them is printed
+  // What `pending` held when this analyzer created the process's first communicator
+  // (`lead_comm`, which took it). An analyzer fed a later part of a file cannot tell whose those
+  // channel lines are: Merge takes them back and gives them to the earlier part's current
+  // communicator, as one pass would have. Compared by address only: it may have been evicted.
+  CommState lead;
+  const CommState* lead_comm = nullptr;
+  bool lead_taken = false;
 
   Tally warns;
   Tally error_chains;

@@ -116,6 +116,48 @@ TEST(AnalyzeCliTest, ReadsGzipAndSeveralFiles) {
   std::filesystem::remove(gz);
 }
 
+// A file analyzed in parts on several threads gives the report of one pass: the same
+// processes, communicators, findings and evidence line numbers. The file repeats every plain
+// fixture (so the same processes span the cuts), holds a line longer than a read chunk and
+// ends without a newline.
+TEST(AnalyzeCliTest, ThreadedPartsGiveTheReportOfOnePass) {
+  std::string body;
+  for (int rep = 0; rep < 40; ++rep) {
+    for (const auto& e : std::filesystem::directory_iterator(Fixture(""))) {
+      std::string name = e.path().filename().string();
+      if (e.path().extension() != ".log" || name.rfind("cri-", 0) == 0 ||
+          name.rfind("docker-json-", 0) == 0) {
+        continue;
+      }
+      std::ifstream in(e.path(), std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      body += ss.str();
+    }
+    if (rep == 17) body += "junk " + std::string(600 * 1024, 'x') + " NCCL INFO tail\n";
+  }
+  body += "gpu-a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>";  // no newline
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("efawatch_parts_" + std::to_string(getpid()));
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << body;
+  }
+  CmdResult one = Shell(Bin() + " analyze --format json --threads 1 " + path.string());
+  ASSERT_NE(one.code, 2) << one.err;
+  nlohmann::json want = nlohmann::json::parse(one.out);
+  EXPECT_GT(want["summary"]["lines"].get<uint64_t>(), 5000u);
+  for (int threads : {2, 3, 7}) {
+    CmdResult many = Shell(Bin() + " analyze --format json --threads " + std::to_string(threads) +
+                           " " + path.string());
+    EXPECT_EQ(many.code, one.code) << many.err;
+    nlohmann::json got = nlohmann::json::parse(many.out);
+    EXPECT_EQ(got, want) << "threads " << threads;
+  }
+  EXPECT_EQ(Shell(Bin() + " analyze --threads 65 " + path.string()).code, 2);
+  std::filesystem::remove(path);
+}
+
 TEST(AnalyzeCliTest, MissingFileIsAnIoError) {
   CmdResult r = Shell(Bin() + " analyze /nonexistent/efawatch.log");
   EXPECT_EQ(r.code, 2);
