@@ -335,8 +335,8 @@ void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
   if (StartsWith(rest, "Using aws-ofi-nccl ") || StartsWith(rest, "Initializing aws-ofi-nccl ")) {
     std::string_view v = rest.substr(rest.find("aws-ofi-nccl ") + 13);
     p->plugin_loaded = true;
-    if (p->plugin_name.empty())
-      p->plugin_name = "aws-ofi-nccl " + std::string(Trim(v).substr(0, 32));
+    if (p->ofi_plugin_name.empty())
+      p->ofi_plugin_name = "aws-ofi-nccl " + std::string(Trim(v).substr(0, 32));
     SetEv(&p->ev_plugin, c);
   } else if (StartsWith(rest, "Selected Provider is ") ||
              StartsWith(rest, "Selected provider is ")) {

@@ -103,7 +103,8 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
   a->plugin_abi_mismatch |= b.plugin_abi_mismatch;
   a->plugin_loaded |= b.plugin_loaded;
   a->plugin_init_failed |= b.plugin_init_failed;
-  Latest(&a->plugin_name, std::move(b.plugin_name));  // Set() keeps the latest name
+  Latest(&a->plugin_name, std::move(b.plugin_name));
+  Keep(&a->ofi_plugin_name, std::move(b.ofi_plugin_name));
   Latest(&a->failed_plugin, std::move(b.failed_plugin));
   a->ofi_seen |= b.ofi_seen;
   a->ibext_seen |= b.ibext_seen;

@@ -380,10 +380,11 @@ void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder*
   if (p.plugin_init_failed) {
     b->Add(kNetPluginMissing, Severity::kWarning, &p,
            "the network plugin " +
-               (!p.failed_plugin.empty() ? p.failed_plugin
-                : !p.plugin_name.empty() ? p.plugin_name
-                : p.ofi_seen             ? std::string("aws-ofi-nccl")
-                                         : std::string("(unnamed)")) +
+               (!p.failed_plugin.empty()     ? p.failed_plugin
+                : !p.plugin_name.empty()     ? p.plugin_name
+                : !p.ofi_plugin_name.empty() ? p.ofi_plugin_name
+                : p.ofi_seen                 ? std::string("aws-ofi-nccl")
+                                             : std::string("(unnamed)")) +
                " failed to initialize; NCCL falls back to an internal transport" +
                (ss.ev_efa_empty.set() ? " (libfabric lists no EFA device)" : ""),
            p.plugin_failures.count, p.plugin_failures.first);
@@ -552,6 +553,7 @@ Report Analyzer::Snapshot() const {
       out.net_plugin_state = "not_found";
     }
     out.net_plugin = !p.plugin_name.empty()                ? p.plugin_name
+                     : !p.ofi_plugin_name.empty()          ? p.ofi_plugin_name
                      : p.ofi_seen                          ? "aws-ofi-nccl"
                      : out.net_plugin_state == "not_found" ? "none"
                                                            : "";

@@ -63,7 +63,10 @@ struct ProcState {
   bool plugin_abi_mismatch = false;
   bool plugin_loaded = false;
   bool plugin_init_failed = false;
-  std::string plugin_name;    // "aws-ofi-nccl 1.4.0aws", "IBext", "NCCL RDMA Plugin v6"
+  std::string plugin_name;  // "aws-ofi-nccl 1.4.0aws", "IBext", "NCCL RDMA Plugin v6"
+  // The plugin's own "Using aws-ofi-nccl X" line: the name when NCCL did not print one (the
+  // first such line wins, while plugin_name keeps the latest).
+  std::string ofi_plugin_name;
   std::string failed_plugin;  // plugin named by "Failed to initialize NET plugin X"
   bool ofi_seen = false;      // any NET/OFI line
   bool ibext_seen = false;    // HPC-X / rdma-sharp plugin lines
