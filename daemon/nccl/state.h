@@ -106,6 +106,9 @@ struct ProcState {
   // (`lead_comm`, which took it). An analyzer fed a later part of a file cannot tell whose those
   // channel lines are: Merge takes them back and gives them to the earlier part's current
   // communicator, as one pass would have. Compared by address only: it may have been evicted.
+  // This makes a split analysis exact as long as a process does not print a communicator's
+  // address again after its init (NCCL logs do not; a log built by repeating one job's lines
+  // under the same pids can move a few channel counts between communicators).
   CommState lead;
   const CommState* lead_comm = nullptr;
   bool lead_taken = false;
