@@ -62,6 +62,27 @@ int Invoke(const char* name, const AgentConnection& conn, uint32_t deadline_ms,
   return 0;
 }
 
+// What ping and bandwidth share: the call, JSON or text (the fabric line, `body`, then how the
+// probe ended) and the exit code (0 completed, 3 ended early, else Invoke's).
+template <typename Request, typename Response, typename Call, typename Body>
+int RunProbe(const char* name, const AgentConnection& conn, uint32_t deadline_ms,
+             const Request& req, Call call, const std::string& format, std::ostream& out,
+             std::ostream& err, Body body) {
+  Response r;
+  const int rc = Invoke(name, conn, deadline_ms, req, &r, call, err);
+  if (rc != 0) return rc;
+  if (format == "json") {
+    out << Json(r) << "\n";
+  } else {
+    out << "fabric: " << r.local().provider() << " " << r.local().fabric() << " "
+        << r.local().domain() << "\n";
+    body(r);
+    out << EndText(r.end()) << " in " << Line("%.2f s", r.elapsed_seconds())
+        << (r.last_error().empty() ? "" : ", last error: " + r.last_error()) << "\n";
+  }
+  return r.end() == v1::PROBE_END_COMPLETED ? 0 : 3;
+}
+
 }  // namespace
 
 int RunPing(const AgentConnection& conn, const PingArgs& args, const std::string& format,
@@ -72,30 +93,21 @@ int RunPing(const AgentConnection& conn, const PingArgs& args, const std::string
   req.set_message_bytes(args.size);
   req.set_deadline_ms(args.deadline_ms);
   req.set_message_timeout_ms(args.timeout_ms);
-  v1::PingResponse r;
-  const int rc = Invoke(
-      "ping", conn, args.deadline_ms, req, &r,
+  return RunProbe<v1::PingRequest, v1::PingResponse>(
+      "ping", conn, args.deadline_ms, req,
       [](v1::Agent::Stub& s, grpc::ClientContext* c, const v1::PingRequest& q,
          v1::PingResponse* p) { return s.Ping(c, q, p); },
-      err);
-  if (rc != 0) return rc;
-  if (format == "json") {
-    out << Json(r) << "\n";
-  } else {
-    out << "fabric: " << r.local().provider() << " " << r.local().fabric() << " "
-        << r.local().domain() << "\n"
-        << "from " << r.local().printable() << " to " << r.peer() << "\n"
-        << Line("%-8s %6s %6s %6s %6s %10s %10s %10s %10s %10s\n", "bytes", "sent", "recv", "lost",
-                "errors", "min us", "p50 us", "p90 us", "p99 us", "max us")
-        << Line("%-8llu %6u %6u %6u %6u %10.1f %10.1f %10.1f %10.1f %10.1f\n",
-                static_cast<unsigned long long>(r.message_bytes()), r.sent(), r.received(),
-                r.lost(), r.errors(), r.rtt().min_us(), r.rtt().median_us(), r.rtt().p90_us(),
-                r.rtt().p99_us(), r.rtt().max_us())
-        << "loss " << Line("%.1f%%", 100 * r.loss_ratio()) << ", " << EndText(r.end()) << " in "
-        << Line("%.2f s", r.elapsed_seconds())
-        << (r.last_error().empty() ? "" : ", last error: " + r.last_error()) << "\n";
-  }
-  return r.end() == v1::PROBE_END_COMPLETED ? 0 : 3;
+      format, out, err,
+      [&](const v1::PingResponse& r) {
+        out << "from " << r.local().printable() << " to " << r.peer() << "\n"
+            << Line("%-8s %6s %6s %6s %6s %10s %10s %10s %10s %10s\n", "bytes", "sent", "recv",
+                    "lost", "errors", "min us", "p50 us", "p90 us", "p99 us", "max us")
+            << Line("%-8llu %6u %6u %6u %6u %10.1f %10.1f %10.1f %10.1f %10.1f\n",
+                    static_cast<unsigned long long>(r.message_bytes()), r.sent(), r.received(),
+                    r.lost(), r.errors(), r.rtt().min_us(), r.rtt().median_us(), r.rtt().p90_us(),
+                    r.rtt().p99_us(), r.rtt().max_us())
+            << "loss " << Line("%.1f%%", 100 * r.loss_ratio()) << ", ";
+      });
 }
 
 int RunBandwidth(const AgentConnection& conn, const BandwidthArgs& args, const std::string& format,
@@ -108,33 +120,25 @@ int RunBandwidth(const AgentConnection& conn, const BandwidthArgs& args, const s
   req.set_window(args.window);
   req.set_ms_per_size(args.ms_per_size);
   req.set_deadline_ms(args.deadline_ms);
-  v1::BandwidthResponse r;
-  const int rc = Invoke(
-      "bandwidth", conn, args.deadline_ms, req, &r,
+  return RunProbe<v1::BandwidthRequest, v1::BandwidthResponse>(
+      "bandwidth", conn, args.deadline_ms, req,
       [](v1::Agent::Stub& s, grpc::ClientContext* c, const v1::BandwidthRequest& q,
          v1::BandwidthResponse* p) { return s.Bandwidth(c, q, p); },
-      err);
-  if (rc != 0) return rc;
-  if (format == "json") {
-    out << Json(r) << "\n";
-  } else {
-    out << "fabric: " << r.local().provider() << " " << r.local().fabric() << " "
-        << r.local().domain() << "\n"
-        << "from " << r.local().printable() << " to " << r.peer() << ", "
-        << (r.bidirectional() ? "bidirectional" : "unidirectional")
-        << (r.rma() ? ", RMA write" : ", messages") << ", window " << r.window() << "\n"
-        << Line("%-10s %10s %14s %10s %10s\n", "bytes", "messages", "total bytes", "seconds",
-                "GB/s");
-    for (const auto& p : r.points()) {
-      out << Line("%-10llu %10llu %14llu %10.3f %10.3f\n",
-                  static_cast<unsigned long long>(p.message_bytes()),
-                  static_cast<unsigned long long>(p.messages()),
-                  static_cast<unsigned long long>(p.bytes()), p.seconds(), p.gbytes_per_second());
-    }
-    out << EndText(r.end()) << " in " << Line("%.2f s", r.elapsed_seconds())
-        << (r.last_error().empty() ? "" : ", last error: " + r.last_error()) << "\n";
-  }
-  return r.end() == v1::PROBE_END_COMPLETED ? 0 : 3;
+      format, out, err,
+      [&](const v1::BandwidthResponse& r) {
+        out << "from " << r.local().printable() << " to " << r.peer() << ", "
+            << (r.bidirectional() ? "bidirectional" : "unidirectional")
+            << (r.rma() ? ", RMA write" : ", messages") << ", window " << r.window() << "\n"
+            << Line("%-10s %10s %14s %10s %10s\n", "bytes", "messages", "total bytes", "seconds",
+                    "GB/s");
+        for (const auto& p : r.points()) {
+          out << Line("%-10llu %10llu %14llu %10.3f %10.3f\n",
+                      static_cast<unsigned long long>(p.message_bytes()),
+                      static_cast<unsigned long long>(p.messages()),
+                      static_cast<unsigned long long>(p.bytes()), p.seconds(),
+                      p.gbytes_per_second());
+        }
+      });
 }
 
 int RunCollective(const AgentConnection& conn_in, const CollectiveArgs& args,

@@ -17,17 +17,6 @@ bool IsCriPartial(std::string_view line) {
          line[b + 2] == ' ';
 }
 
-common::Severity ToCommon(nccl::Severity s) {
-  switch (s) {
-    case nccl::Severity::kCritical:
-      return common::Severity::kCritical;
-    case nccl::Severity::kWarning:
-      return common::Severity::kWarning;
-    default:
-      return common::Severity::kInfo;
-  }
-}
-
 common::Labels PodLabels(const LogSource& s) {
   return {{"namespace", s.namespace_name}, {"pod", s.pod}, {"container", s.container}};
 }
@@ -156,7 +145,7 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
       if (f.severity == nccl::Severity::kInfo) continue;
       common::Finding cf;
       cf.kind = f.kind;
-      cf.severity = ToCommon(f.severity);
+      cf.severity = f.severity;
       cf.subject = c.source.PodKey() + "/" + c.source.container;
       cf.message = f.message;
       cf.evidence.source = f.evidence.file;

@@ -21,18 +21,6 @@ using internal::SourceState;
 using internal::State;
 using internal::Tally;
 
-const char* SeverityName(Severity severity) {
-  switch (severity) {
-    case Severity::kInfo:
-      return "info";
-    case Severity::kWarning:
-      return "warning";
-    case Severity::kCritical:
-      return "critical";
-  }
-  return "info";
-}
-
 bool Report::Has(const std::string& kind) const {
   for (const Finding& f : findings) {
     if (f.kind == kind && f.severity != Severity::kInfo) return true;

@@ -5,14 +5,15 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/common/finding.h"
+
 // Value types produced by the NCCL log analyzer (analyzer.h). They are plain data: copyable,
 // no pointers into the analyzer, safe to hand to another thread once produced.
 namespace efawatch::nccl {
 
-enum class Severity { kInfo = 0, kWarning = 1, kCritical = 2 };
-
-// "info", "warning" or "critical".
-const char* SeverityName(Severity severity);
+// The agent's severities ("info", "warning", "critical"), so findings cross over unchanged.
+using common::Severity;
+using common::SeverityName;
 
 // Where a finding comes from: the source name given to Analyzer::Feed, its line number and the
 // (cleaned, length-capped) line text.
