@@ -16,11 +16,12 @@ namespace efawatch::efa {
 namespace fs = std::filesystem;
 namespace {
 
-// First line of a small sysfs file, without the newline; nullopt when it cannot be read (a
-// port counter read returns an error such as ETIME when the device query fails). One open and
-// one read: a scrape of a p5 reads about 1,200 of these, so iostreams' overhead shows.
-std::optional<std::string> ReadLine(const fs::path& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+// First line of a small file relative to an open directory (AT_FDCWD: a path), without the
+// newline; nullopt when it cannot be read (a port counter read returns an error such as ETIME
+// when the device query fails). One open and one read: a scrape of a p5 reads about 1,200 of
+// these, so iostreams' overhead shows, and relative opens spare the path walk from the root.
+std::optional<std::string> ReadLineAt(int dir_fd, const char* name) {
+  const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   char buf[256];
   const ssize_t n = ::read(fd, buf, sizeof(buf));
@@ -29,6 +30,8 @@ std::optional<std::string> ReadLine(const fs::path& p) {
   std::string_view v(buf, static_cast<size_t>(n));
   return std::string(v.substr(0, v.find('\n')));
 }
+
+std::optional<std::string> ReadLine(const fs::path& p) { return ReadLineAt(AT_FDCWD, p.c_str()); }
 
 std::string ReadOr(const fs::path& p, const std::string& fallback = "") {
   auto v = ReadLine(p);
@@ -40,19 +43,6 @@ std::optional<uint64_t> ParseU64(const std::string& s) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || ptr == s.data()) return std::nullopt;
   return v;
-}
-
-// Reads a small file relative to an open directory: one openat and one read, no path walk from
-// the root. Same contract as ReadLine.
-std::optional<std::string> ReadLineAt(int dir_fd, const char* name) {
-  const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  char buf[256];
-  const ssize_t n = ::read(fd, buf, sizeof(buf));
-  ::close(fd);
-  if (n < 0) return std::nullopt;
-  std::string_view v(buf, static_cast<size_t>(n));
-  return std::string(v.substr(0, v.find('\n')));
 }
 
 // Reads every counter file of `dir` whose scope is `scope` (or unknown), skipping `lifespan`,
