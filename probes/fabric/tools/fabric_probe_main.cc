@@ -160,6 +160,7 @@ int main(int argc, char** argv) {
                 {"end", efawatch::fabric::ProbeEndName(p.end)},
                 {"last_error", p.last_error},
                 {"elapsed_s", std::chrono::duration<double>(p.elapsed).count()},
+                {"loop_s", std::chrono::duration<double>(p.timed_loop).count()},
                 {"rtt_us",
                  {{"min", p.rtt.min_us},
                   {"median", p.rtt.median_us},
