@@ -358,6 +358,11 @@ void Endpoint::Wait(std::chrono::microseconds timeout, int wake_fd) {
     ::poll(fds, wake_fd >= 0 ? 2 : 1, ms);
     return;
   }
+  if (wake_fd >= 0) {
+    pollfd fd = {wake_fd, POLLIN, 0};
+    ::poll(&fd, 1, ms);
+    return;
+  }
   std::this_thread::sleep_for(timeout);
 }
 

@@ -34,8 +34,9 @@ struct EndpointOptions {
   std::string interface;
   /// Completion queue depth.
   size_t cq_size = 1024;
-  /// Ask for a CQ wait object so Wait() can block instead of spinning (the responder wants this;
-  /// a prober that spins during a short probe does not, since signalling costs a syscall).
+  /// Ask for a CQ wait object so Wait() can block on it instead of sleeping. It is not free: on
+  /// tcp;ofi_rxm the provider then signals and polls a wait set on every completion (see
+  /// ResponderOptions::wait_fd for what that costs a round trip).
   bool blocking_wait = false;
   /// Peers kept in the address vector; the least recently used is removed beyond this.
   size_t av_capacity = 256;
@@ -161,7 +162,8 @@ class Endpoint {
 
   /// Blocks until the CQ may have completions, `wake_fd` (if >= 0) is readable, or `timeout`
   /// passes. Spurious returns are allowed: callers Poll() afterwards. Without a wait object it
-  /// sleeps for `timeout`: the caller picks the trade between wake-up latency and idle cost.
+  /// sleeps for `timeout` (in poll(2) on `wake_fd` when given, so a wake-up still cuts it short):
+  /// the caller picks the trade between wake-up latency and idle cost.
   void Wait(std::chrono::microseconds timeout, int wake_fd);
   bool has_wait_fd() const { return wait_fd_ >= 0; }
 

@@ -1,6 +1,7 @@
 #include <rdma/fi_errno.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "probes/fabric/fi_status.h"
@@ -150,9 +151,15 @@ absl::StatusOr<PingResult> Pinger::Run(const std::string& peer, const PingOption
     return n;
   };
 
+  // Room for every sample, touched before the first send: growing the vector inside the loop
+  // copied it and faulted in fresh pages between two pings (1.3 to 1.7 ms at the 16384th message
+  // here, inside the timed loop).
+  r.rtt_us.assign(options.count, 0.0);
   const bool inject = r.message_bytes <= ep.info().inject_size;
   const uint32_t total = options.warmup + options.count;
   uint32_t attempted_timed = 0;
+  std::optional<std::chrono::steady_clock::time_point> loop_start;
+  auto loop_end = start;
   for (uint32_t i = 0; i < total; ++i) {
     if (stop.stop_requested()) {
       r.end = ProbeEnd::kCancelled;
@@ -185,6 +192,7 @@ absl::StatusOr<PingResult> Pinger::Run(const std::string& peer, const PingOption
     slot->busy = true;
     slot->seq = i;
     const auto t0 = clock.Now();
+    if (timed && !loop_start) loop_start = t0;
     const auto msg_deadline = std::min(t0 + options.message_timeout, deadline);
     ssize_t ret;
     // Small pings go out with fi_inject, like fi_pingpong's: no send completion to reap between
@@ -216,9 +224,9 @@ absl::StatusOr<PingResult> Pinger::Run(const std::string& peer, const PingOption
       }
     }
     if (!timed) continue;
+    loop_end = now;
     if (got) {
-      ++r.received;
-      r.rtt_us.push_back(std::chrono::duration<double, std::micro>(now - t0).count());
+      r.rtt_us[r.received++] = std::chrono::duration<double, std::micro>(now - t0).count();
     } else if (failed) {
       ++r.errors;
     } else if (!stop.stop_requested()) {
@@ -226,11 +234,13 @@ absl::StatusOr<PingResult> Pinger::Run(const std::string& peer, const PingOption
     }
   }
 
+  r.rtt_us.resize(r.received);
   r.sent = attempted_timed;
   if (r.end == ProbeEnd::kDeadlineExceeded) r.lost += options.count - attempted_timed;
   if (r.end == ProbeEnd::kCompleted && r.received == 0) r.end = ProbeEnd::kPeerTimedOut;
   r.loss_ratio = static_cast<double>(r.lost + r.errors) / options.count;
   r.rtt = Summarize(r.rtt_us);
+  if (loop_start) r.timed_loop = loop_end - *loop_start;
   r.elapsed = clock.Now() - start;
   return r;
 }

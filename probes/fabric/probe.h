@@ -49,6 +49,11 @@ struct PingResult {
   ProbeEnd end = ProbeEnd::kCompleted;
   std::string last_error;  ///< Text of the last error completion, if any.
   std::chrono::nanoseconds elapsed{0};
+  /// Wall time of the timed loop: from the first timed send to the end of the last timed
+  /// message's wait, everything between messages included. timed_loop / sent is the mean round
+  /// trip as fi_pingpong computes it (its loop time / iterations, printed halved as usec/xfer),
+  /// without the connection setup that the warm-up absorbs.
+  std::chrono::nanoseconds timed_loop{0};
 };
 
 /// Sends `count` pings (after `warmup`) to a Responder one at a time and times each round trip.

@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<Responder>> Responder::Create(const ResponderOpti
   }
   std::unique_ptr<Responder> r(new Responder());
   r->options_ = options;
-  r->options_.endpoint.blocking_wait = true;
+  r->options_.endpoint.blocking_wait = options.wait_fd;
   r->options_.endpoint.rma = options.rma_sink;
   auto ep = Endpoint::Create(r->options_.endpoint);
   if (!ep.ok()) return ep.status();

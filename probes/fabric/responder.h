@@ -17,7 +17,7 @@
 namespace efawatch::fabric {
 
 struct ResponderOptions {
-  /// The fabric to serve on; `blocking_wait` is forced on (the responder must not spin idle).
+  /// The fabric to serve on; its `blocking_wait` is replaced by `wait_fd` below.
   EndpointOptions endpoint;
   /// Receives kept posted. Each holds one message of `max_message_bytes`, so memory is bounded
   /// by rx_depth * max_message_bytes (default 8 x (8 MiB + 4 KiB), about 64 MiB of address space,
@@ -31,6 +31,16 @@ struct ResponderOptions {
   /// signalled by a progress thread (sockets) or that have none (shm): a window longer than
   /// their wake-up keeps a running probe from paying it on every message.
   std::chrono::microseconds spin_after_traffic{50000};
+  /// When idle, block on the completion queue's wait fd where the provider has one (instant
+  /// wake-up, and the provider's sockets wake it too) instead of sleeping between polls (1 to
+  /// 20 ms, growing with idle time, as on providers that offer no fd). The fd is not free: on
+  /// tcp;ofi_rxm the provider then signals and polls a wait set on every completion, which cost
+  /// about 1 to 2 us of per-message median RTT here (bench/fabric.sh with --sleep-idle on its
+  /// responder against without). It stays on because sleeping costs more elsewhere, measured on
+  /// tcp: an idle responder takes ~0.35% of a core instead of ~0.02%, and RMA writes into the
+  /// sink, which raise no completion here, move only when it polls: 1 MiB writes fell from
+  /// ~3.5 GB/s to under 0.1 GB/s on a manual-progress provider.
+  bool wait_fd = true;
   /// Bandwidth sessions whose byte counts are kept (oldest overwritten).
   size_t max_sessions = 64;
   /// Offer a sink for RMA-write bandwidth probes when the provider has FI_RMA: one buffer of
@@ -50,7 +60,7 @@ struct ResponderCounters {
   uint64_t unresolvable = 0;  ///< Sender address the address vector rejected.
   uint64_t recv_errors = 0;   ///< Error completions of receives (e.g. truncation).
   uint64_t send_errors = 0;   ///< Error completions of replies (peer went away).
-  uint64_t wakeups = 0;       ///< Times the loop returned from a blocking wait.
+  uint64_t wakeups = 0;       ///< Times the loop returned from an idle wait (sleep or fd).
   uint64_t rma_hellos = 0;    ///< kRmaHello answered (with a sink or without).
 };
 
@@ -59,8 +69,8 @@ struct ResponderCounters {
 ///
 /// Threading: Create() starts one std::jthread that alone uses the endpoint. It spins only while
 /// completions keep arriving and otherwise blocks on the CQ's wait object (fi_trywait + poll(2)),
-/// so an idle responder costs about nothing. All public methods are thread-safe. The destructor
-/// stops and joins the thread.
+/// or sleeps between polls where there is none or `wait_fd` is off, so an idle responder costs
+/// about nothing. All public methods are thread-safe. The destructor stops and joins the thread.
 ///
 /// Memory is bounded: rx_depth buffers, a fixed-size session table and an address vector of
 /// EndpointOptions::av_capacity peers (least recently used evicted). A reply reuses the buffer

@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
                         "largest message (and RMA sink) in bytes, header included");
   bool no_rma_sink = false;
   responder->add_flag("--no-rma-sink", no_rma_sink, "offer no sink for RMA writes");
+  bool sleep_idle = false;
+  responder->add_flag("--sleep-idle", sleep_idle, "sleep between idle polls, not on the CQ's fd");
 
   std::string peer_hex;
   auto* ping = app.add_subcommand("ping", "ping a responder");
@@ -109,6 +111,7 @@ int main(int argc, char** argv) {
     ro.endpoint = eo;
     ro.rx_depth = rx_depth;
     ro.rma_sink = !no_rma_sink;
+    ro.wait_fd = !sleep_idle;
     auto r = efawatch::fabric::Responder::Create(ro);
     if (!r.ok()) return Fail(r.status());
     const std::string hex = absl::BytesToHexString((*r)->address());
@@ -160,6 +163,7 @@ int main(int argc, char** argv) {
                 {"end", efawatch::fabric::ProbeEndName(p.end)},
                 {"last_error", p.last_error},
                 {"elapsed_s", std::chrono::duration<double>(p.elapsed).count()},
+                {"loop_s", std::chrono::duration<double>(p.timed_loop).count()},
                 {"rtt_us",
                  {{"min", p.rtt.min_us},
                   {"median", p.rtt.median_us},
