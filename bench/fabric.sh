@@ -93,8 +93,17 @@ pingpong() {
 "$TOOL" --provider tcp --interface "$IFACE" responder --address-file "$WORK/addr" \
   --rx-depth "$RX_DEPTH" $RESPONDER_ARGS >"$WORK/responder.json" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 50); do [[ -s $WORK/addr ]] && break; sleep 0.1; done
+# A second responder that polls its completion queue without a wait object while busy, as
+# fi_pingpong does (--sleep-idle: it sleeps only between bursts). The agent keeps the wait fd:
+# without it an idle agent costs ~15x the CPU and RMA writes into it stall (no completion wakes
+# it); its ping pays ~1-2 us per round trip for the provider's signalling. Both are measured.
+# shellcheck disable=SC2086
+"$TOOL" --provider tcp --interface "$IFACE" responder --address-file "$WORK/addr_spin" \
+  --rx-depth "$RX_DEPTH" --sleep-idle $RESPONDER_ARGS >"$WORK/responder_spin.json" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 50); do [[ -s $WORK/addr && -s $WORK/addr_spin ]] && break; sleep 0.1; done
 PEER=$(cat "$WORK/addr")
+PEER_SPIN=$(cat "$WORK/addr_spin")
 echo "provider: $(python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['fabric']; print(f['provider'], f['fabric'], f['domain'], 'inject_size', f['inject_size'], 'responder wait object', f['wait_object'])" "$WORK/responder.json")"
 echo "host: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 rxm_env=$(env | grep '^FI_OFI_RXM_' | sort | tr '\n' ' ' || true)
@@ -105,24 +114,33 @@ echo "ping: $ROUNDS rounds x $ITERS messages per tool and size, taking turns; ba
 echo
 echo "RTT in us, median over $ROUNDS runs of each run's loop time / messages (fi_pingpong's"
 echo "statistic), connection setup excluded on both sides (see the header of this script)"
-printf '%-6s %10s %12s %7s %14s %10s %10s\n' size ours fi_pingpong ratio \
-  "pp with setup" "pp setup" "ours p50"
+echo "ours: against the agent's responder (wait fd); spin: against a responder polling as"
+echo "fi_pingpong does (like for like)"
+printf '%-6s %8s %8s %12s %7s %7s %14s %10s %9s\n' size ours spin fi_pingpong ratio \
+  "r.spin" "pp with setup" "pp setup" "ours p50"
+our_ping() {  # our_ping PEER SIZE -> "mean_us p50_us"
+  "$TOOL" --provider tcp --interface "$IFACE" ping --peer "$1" --count "$ITERS" \
+    --warmup 1 --size "$2" --deadline-ms 120000 >"$WORK/ping.json"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['loop_s'] * 1e6 / max(d['sent'], 1), d['rtt_us']['median'])" "$WORK/ping.json"
+}
 for size in $PING_SIZES; do
-  ours=() p50s=() tn=() t1=()
+  ours=() spin=() p50s=() tn=() t1=()
   for _ in $(seq "$ROUNDS"); do
-    "$TOOL" --provider tcp --interface "$IFACE" ping --peer "$PEER" --count "$ITERS" \
-      --warmup 1 --size "$size" --deadline-ms 120000 >"$WORK/ping.json"
-    read -r mean p50 < <(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['loop_s'] * 1e6 / max(d['sent'], 1), d['rtt_us']['median'])" "$WORK/ping.json")
+    read -r mean p50 < <(our_ping "$PEER" "$size")
     ours+=("$mean") p50s+=("$p50")
+    read -r mean _ < <(our_ping "$PEER_SPIN" "$size")
+    spin+=("$mean")
     next_port
     t=$(pingpong "$size" "$ITERS") && [[ -n $t ]] && tn+=("$t")
     next_port
     t=$(pingpong "$size" 1) && [[ -n $t ]] && t1+=("$t")
   done
   m_ours=$(median "${ours[@]}") m_tn=$(median "${tn[@]}") m_t1=$(median "${t1[@]}")
+  m_spin=$(median "${spin[@]}")
   pp=$(python3 -c "print(($m_tn - $m_t1) / ($ITERS - 1))")
-  printf '%-6s %10.1f %12.1f %7s %14.1f %8.1f ms %10.1f\n' "$size" "$m_ours" "$pp" \
-    "$(ratio "$m_ours" "$pp")" "$(python3 -c "print($m_tn / $ITERS)")" \
+  printf '%-6s %8.1f %8.1f %12.1f %7s %7s %14.1f %8.1f ms %9.1f\n' "$size" "$m_ours" \
+    "$m_spin" "$pp" "$(ratio "$m_ours" "$pp")" "$(ratio "$m_spin" "$pp")" \
+    "$(python3 -c "print($m_tn / $ITERS)")" \
     "$(python3 -c "print($m_t1 / 1000)")" "$(median "${p50s[@]}")"
 done
 
