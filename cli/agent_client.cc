@@ -2,7 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "daemon/common/read_file.h"
+#include "lib/common/read_file.h"
 
 namespace efawatch::cli {
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const AgentConnection& conn) {

@@ -20,8 +20,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "daemon/nccl/analyzer.h"
-#include "daemon/nccl/report_json.h"
+#include "lib/nccl/analyzer.h"
+#include "lib/nccl/report_json.h"
 
 namespace efawatch::cli {
 namespace {

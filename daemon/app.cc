@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "daemon/common/findings_collector.h"
-#include "daemon/common/process_collector.h"
+#include "lib/common/findings_collector.h"
+#include "lib/common/process_collector.h"
 #include "daemon/efa/efa_monitor.h"
 #include "daemon/efa/instance_types.h"
 #include "daemon/export/prometheus_edge.h"

@@ -3,9 +3,9 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "daemon/common/clock.h"
-#include "daemon/common/collector_status.h"
-#include "daemon/common/findings_board.h"
+#include "lib/common/clock.h"
+#include "lib/common/collector_status.h"
+#include "lib/common/findings_board.h"
 #include "daemon/config.h"
 #include "daemon/rpc/agent_handler.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/common/host_paths.h"
+#include "lib/common/host_paths.h"
 
 namespace efawatch {
 

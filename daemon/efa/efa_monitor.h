@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/common/clock.h"
-#include "daemon/common/collector.h"
-#include "daemon/common/findings_board.h"
+#include "lib/common/clock.h"
+#include "lib/common/collector.h"
+#include "lib/common/findings_board.h"
 #include "daemon/efa/health_rules.h"
 #include "daemon/efa/sysfs_reader.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/common/finding.h"
+#include "lib/common/finding.h"
 #include "daemon/efa/netdev.h"
 #include "daemon/efa/sysfs_reader.h"
 

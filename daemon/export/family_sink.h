@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/common/collector.h"
+#include "lib/common/collector.h"
 #include "daemon/export/metric_table.h"
 
 namespace efawatch::exporter {

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/common/clock.h"
-#include "daemon/common/collector.h"
-#include "daemon/common/collector_status.h"
+#include "lib/common/clock.h"
+#include "lib/common/collector.h"
+#include "lib/common/collector_status.h"
 
 namespace prometheus {
 class Exposer;

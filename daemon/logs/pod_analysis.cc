@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/nccl/record_scanner.h"
+#include "lib/nccl/record_scanner.h"
 
 namespace efawatch::logs {
 namespace {

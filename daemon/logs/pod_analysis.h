@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "daemon/common/clock.h"
-#include "daemon/common/collector.h"
-#include "daemon/common/findings_board.h"
+#include "lib/common/clock.h"
+#include "lib/common/collector.h"
+#include "lib/common/findings_board.h"
 #include "daemon/logs/source.h"
 #include "daemon/logs/tailer.h"
-#include "daemon/nccl/analyzer.h"
+#include "lib/nccl/analyzer.h"
 
 namespace efawatch::logs {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "daemon/common/clock.h"
+#include "lib/common/clock.h"
 #include "daemon/logs/source.h"
 
 namespace efawatch::logs {

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/common/read_file.h"
+#include "lib/common/read_file.h"
 #include "daemon/rpc/peer_client.h"
 #include "efawatch/v1/agent.grpc.pb.h"
 #include "probes/collective/coordinator.h"

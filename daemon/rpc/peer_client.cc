@@ -3,7 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/common/read_file.h"
+#include "lib/common/read_file.h"
 #include "efawatch/v1/agent.grpc.pb.h"
 
 namespace efawatch::rpc {

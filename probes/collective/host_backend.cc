@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "probes/collective/host_ring.h"
-#include "probes/mesh/selection.h"
+#include "lib/common/stable_hash.h"
 
 namespace efawatch::collective {
 namespace {
@@ -41,7 +41,7 @@ BackendFactory HostBackendFactory(const fabric::EndpointOptions& endpoint) {
     const uint64_t max_size = *std::max_element(j.sizes().begin(), j.sizes().end());
     // Every rank derives the same tag from the session id: messages of another session are
     // recognised as such.
-    auto ring = HostRing::Open(endpoint, max_size, j.nranks(), mesh::StableHash(7, j.session()));
+    auto ring = HostRing::Open(endpoint, max_size, j.nranks(), common::StableHash(7, j.session()));
     if (!ring.ok()) return ring.status();
     return std::make_unique<HostBackend>(*std::move(ring));
   };

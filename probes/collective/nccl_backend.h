@@ -24,7 +24,7 @@ bool NcclBackendBuilt();
 BackendFactory NcclBackendFactory(const NcclBackendOptions& options);
 
 /// Reads `path` from byte `offset` (what NCCL wrote during one probe) and says what NCCL picked:
-/// network, transport, provider, version and findings, with the analyzer of daemon/nccl.
+/// network, transport, provider, version and findings, with the analyzer of lib/nccl.
 v1::NcclObservation ObserveNcclLog(const std::filesystem::path& path, uint64_t offset);
 
 }  // namespace efawatch::collective

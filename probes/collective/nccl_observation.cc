@@ -3,7 +3,7 @@
 #include <fstream>
 #include <set>
 
-#include "daemon/nccl/analyzer.h"
+#include "lib/nccl/analyzer.h"
 #include "probes/collective/nccl_backend.h"
 
 namespace efawatch::collective {

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "daemon/common/collector.h"
+#include "lib/common/collector.h"
 #include "probes/fabric/fabric_service.h"
 
 namespace efawatch::fabric {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/common/finding.h"
+#include "lib/common/finding.h"
 #include "probes/fabric/endpoint.h"
 #include "probes/fabric/fabric_service.h"
 

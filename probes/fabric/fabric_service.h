@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "daemon/common/clock.h"
+#include "lib/common/clock.h"
 #include "probes/fabric/probe.h"
 #include "probes/fabric/responder.h"
 

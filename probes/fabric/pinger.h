@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "daemon/common/clock.h"
+#include "lib/common/clock.h"
 #include "probes/fabric/probe.h"
 #include "probes/fabric/probe_link.h"
 

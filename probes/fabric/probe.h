@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/common/clock.h"
+#include "lib/common/clock.h"
 #include "probes/fabric/endpoint.h"
 #include "probes/fabric/stats.h"
 

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "daemon/common/read_file.h"
+#include "lib/common/read_file.h"
 #include "probes/mesh/discovery.h"
 
 namespace efawatch::mesh {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/common/clock.h"
-#include "daemon/common/finding.h"
+#include "lib/common/clock.h"
+#include "lib/common/finding.h"
 #include "probes/fabric/endpoint.h"
 #include "probes/mesh/discovery.h"
 #include "probes/mesh/selection.h"

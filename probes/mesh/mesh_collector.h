@@ -1,6 +1,6 @@
 #pragma once
 
-#include "daemon/common/collector.h"
+#include "lib/common/collector.h"
 #include "probes/mesh/mesh.h"
 
 namespace efawatch::mesh {

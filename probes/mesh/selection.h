@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/common/stable_hash.h"
 #include "probes/mesh/peer.h"
 
 namespace efawatch::mesh {
@@ -19,9 +20,7 @@ struct SelectionOptions {
   size_t max_group = 32;
 };
 
-/// 64-bit FNV-1a of `key` mixed with `seed` through a splitmix64 finalizer. Every agent must
-/// compute the same value for the same key, so no per-process seeded hash (absl::Hash) here.
-uint64_t StableHash(uint64_t seed, std::string_view key);
+using common::StableHash;
 
 /// Chooses whom each agent pings, the same way on every agent from the same peer list.
 ///

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "daemon/common/fake_clock.h"
+#include "tests/support/fake_clock.h"
 #include "daemon/export/family_sink.h"
 #include "tests/support/subprocess.h"
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/common/fake_clock.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/subprocess.h"
 
 namespace efawatch::logs {

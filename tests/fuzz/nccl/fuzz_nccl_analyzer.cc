@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/nccl/analyzer.h"
-#include "daemon/nccl/record_scanner.h"
-#include "daemon/nccl/report_json.h"
-#include "daemon/nccl/unwrap.h"
+#include "lib/nccl/analyzer.h"
+#include "lib/nccl/record_scanner.h"
+#include "lib/nccl/report_json.h"
+#include "lib/nccl/unwrap.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace efawatch::nccl;

@@ -1,8 +1,8 @@
-#include "daemon/common/findings_board.h"
+#include "lib/common/findings_board.h"
 
 #include <gtest/gtest.h>
 
-#include "daemon/common/fake_clock.h"
+#include "tests/support/fake_clock.h"
 
 namespace efawatch::common {
 namespace {

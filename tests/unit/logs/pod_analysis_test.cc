@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/common/fake_clock.h"
-#include "daemon/common/findings_board.h"
+#include "tests/support/fake_clock.h"
+#include "lib/common/findings_board.h"
 #include "tests/support/subprocess.h"
 
 namespace efawatch::logs {

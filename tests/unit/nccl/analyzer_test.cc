@@ -1,11 +1,11 @@
-#include "daemon/nccl/analyzer.h"
+#include "lib/nccl/analyzer.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "daemon/nccl/report_json.h"
+#include "lib/nccl/report_json.h"
 
 namespace efawatch::nccl {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/nccl/report_json.h"
+#include "lib/nccl/report_json.h"
 #include "tests/unit/nccl/nccl_test_util.h"
 
 namespace efawatch::nccl {

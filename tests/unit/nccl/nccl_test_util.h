@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/nccl/analyzer.h"
+#include "lib/nccl/analyzer.h"
 
 // Helpers shared by the NCCL analyzer tests: locating fixtures and the shared corpus, reading
 // files, and re-wrapping their lines as CRI or docker json-file records.

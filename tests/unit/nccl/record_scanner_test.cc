@@ -1,4 +1,4 @@
-#include "daemon/nccl/record_scanner.h"
+#include "lib/nccl/record_scanner.h"
 
 #include <gtest/gtest.h>
 

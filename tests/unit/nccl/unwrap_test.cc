@@ -1,4 +1,4 @@
-#include "daemon/nccl/unwrap.h"
+#include "lib/nccl/unwrap.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "daemon/common/clock.h"
+#include "lib/common/clock.h"
 
 namespace efawatch::common {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/common/collector_status.h"
-#include "daemon/common/finding.h"
+#include "lib/common/collector_status.h"
+#include "lib/common/finding.h"
 
 namespace efawatch::common {
 

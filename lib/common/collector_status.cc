@@ -1,4 +1,4 @@
-#include "daemon/common/collector_status.h"
+#include "lib/common/collector_status.h"
 
 namespace efawatch::common {
 

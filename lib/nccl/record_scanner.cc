@@ -1,11 +1,11 @@
-#include "daemon/nccl/record_scanner.h"
+#include "lib/nccl/record_scanner.h"
 
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
 
-#include "daemon/nccl/text_util.h"
+#include "lib/nccl/text_util.h"
 
 namespace efawatch::nccl {
 namespace {

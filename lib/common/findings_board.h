@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/common/clock.h"
-#include "daemon/common/finding.h"
+#include "lib/common/clock.h"
+#include "lib/common/finding.h"
 
 namespace efawatch::common {
 

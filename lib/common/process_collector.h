@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "daemon/common/collector.h"
+#include "lib/common/collector.h"
 
 namespace efawatch::common {
 

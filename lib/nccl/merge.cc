@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "daemon/nccl/analyzer.h"
-#include "daemon/nccl/state.h"
+#include "lib/nccl/analyzer.h"
+#include "lib/nccl/state.h"
 
 namespace efawatch::nccl {
 

@@ -1,4 +1,4 @@
-#include "daemon/nccl/analyzer.h"
+#include "lib/nccl/analyzer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,10 +6,10 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
-#include "daemon/nccl/record_scanner.h"
-#include "daemon/nccl/state.h"
-#include "daemon/nccl/text_util.h"
-#include "daemon/nccl/unwrap.h"
+#include "lib/nccl/record_scanner.h"
+#include "lib/nccl/state.h"
+#include "lib/nccl/text_util.h"
+#include "lib/nccl/unwrap.h"
 
 namespace efawatch::nccl {
 

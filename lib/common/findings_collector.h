@@ -1,7 +1,7 @@
 #pragma once
 
-#include "daemon/common/collector.h"
-#include "daemon/common/findings_board.h"
+#include "lib/common/collector.h"
+#include "lib/common/findings_board.h"
 
 namespace efawatch::common {
 

@@ -1,4 +1,4 @@
-#include "daemon/common/findings_collector.h"
+#include "lib/common/findings_collector.h"
 
 #include <map>
 

@@ -1,4 +1,4 @@
-#include "daemon/common/finding.h"
+#include "lib/common/finding.h"
 
 namespace efawatch::common {
 

@@ -1,4 +1,4 @@
-#include "daemon/common/process_collector.h"
+#include "lib/common/process_collector.h"
 
 #include <unistd.h>
 

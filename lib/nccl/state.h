@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "daemon/nccl/analyzer.h"
-#include "daemon/nccl/record_scanner.h"
+#include "lib/nccl/analyzer.h"
+#include "lib/nccl/record_scanner.h"
 
 namespace efawatch::nccl::internal {
 

@@ -1,4 +1,4 @@
-#include "daemon/nccl/report_json.h"
+#include "lib/nccl/report_json.h"
 
 #include <cstdint>
 #include <string>

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/common/finding.h"
+#include "lib/common/finding.h"
 
 // Value types produced by the NCCL log analyzer (analyzer.h). They are plain data: copyable,
 // no pointers into the analyzer, safe to hand to another thread once produced.

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/nccl/types.h"
+#include "lib/nccl/types.h"
 
 namespace efawatch::nccl {
 

@@ -1,4 +1,4 @@
-#include "daemon/common/findings_board.h"
+#include "lib/common/findings_board.h"
 
 #include <algorithm>
 #include <tuple>

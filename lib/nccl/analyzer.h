@@ -5,8 +5,8 @@
 #include <memory>
 #include <string_view>
 
-#include "daemon/nccl/types.h"
-#include "daemon/nccl/unwrap.h"
+#include "lib/nccl/types.h"
+#include "lib/nccl/unwrap.h"
 
 // Streaming analyzer for NCCL_DEBUG=INFO output (and the aws-ofi-nccl, libfabric, launcher and
 // PyTorch lines that share its stream). Tells whether inter-node traffic runs over EFA/IB RDMA

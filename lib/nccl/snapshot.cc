@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/nccl/analyzer.h"
-#include "daemon/nccl/state.h"
-#include "daemon/nccl/text_util.h"
+#include "lib/nccl/analyzer.h"
+#include "lib/nccl/state.h"
+#include "lib/nccl/text_util.h"
 
 namespace efawatch::nccl {
 
