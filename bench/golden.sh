@@ -34,7 +34,7 @@ done
 
 mask() {
   sed -E \
-    -e 's/^(efawatch_(start_time_seconds|process_[a-z_]+|collector_duration_seconds|logs_checkpoint[a-z_]*|fabric_responder[a-z_]*)(\{[^}]*\})?) .*/\1 X/' \
+    -e 's/^(efawatch_(start_time_seconds|process_[a-z_]+|collector_duration_seconds|logs_checkpoint[a-z_]*|fabric_responder[a-z_]*|rdma_device_reads_total)(\{[^}]*\})?) .*/\1 X/' \
     -e 's/^(efawatch_build_info\{).*/\1X/' \
     -e 's/"(start_time|first_seen|last_seen|startTime|firstSeen|lastSeen)": *"[^"]*"/"\1": "X"/g' \
     -e 's/"(agent_revision|agentRevision|agent_version|agentVersion)": *"[^"]*"/"\1": "X"/g' \

@@ -5,9 +5,9 @@
 
 #include "daemon/app.h"
 #include "daemon/config.h"
-#include "daemon/export/metric_table.h"
 #include "daemon/logging.h"
 #include "efawatch/version.h"
+#include "lib/common/metric_table.h"
 #include "spdlog/spdlog.h"
 
 int main(int argc, char** argv) {
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
       std::cout << "efawatchd " << EFAWATCH_VERSION << " (" << EFAWATCH_REVISION << ")\n";
       return 0;
     case efawatch::Action::kMetricsDoc:
-      std::cout << efawatch::exporter::RenderMetricsDoc();
+      std::cout << efawatch::metrics::RenderMetricsDoc();
       return 0;
     case efawatch::Action::kRun:
       break;

@@ -3,8 +3,8 @@
 #include <condition_variable>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/efa/counters.h"
 #include "daemon/efa/netdev.h"
+#include "lib/common/efa_counters.h"
 
 namespace efawatch::efa {
 
@@ -96,7 +96,7 @@ absl::Status EfaMonitor::Collect(std::chrono::steady_clock::time_point deadline,
   unsigned efa = 0;
   for (const auto& d : devices) {
     efa += d.is_efa ? 1 : 0;
-    sink.Add("efawatch_rdma_device_info",
+    sink.Add(metrics::M::kRdmaDeviceInfo,
              {{"device", d.name},
               {"driver", d.driver},
               {"efa", d.is_efa ? "true" : "false"},
@@ -107,14 +107,14 @@ absl::Status EfaMonitor::Collect(std::chrono::steady_clock::time_point deadline,
               {"p2p", d.p2p}},
              1);
     for (const auto& [name, value] : d.counters) {
-      if (FindKnownCounter(name) != nullptr) {
-        sink.Add(MetricNameFor(name), {{"device", d.name}}, static_cast<double>(value));
+      if (auto known = metrics::M::EfaCounter(name)) {
+        sink.Add(*known, {{"device", d.name}}, static_cast<double>(value));
       } else {
-        sink.Add("efawatch_rdma_hw_stat", {{"device", d.name}, {"port", "0"}, {"counter", name}},
+        sink.Add(metrics::M::kRdmaHwStat, {{"device", d.name}, {"port", "0"}, {"counter", name}},
                  static_cast<double>(value));
       }
     }
-    sink.Add("efawatch_rdma_hw_read_errors", {{"device", d.name}},
+    sink.Add(metrics::M::kRdmaHwReadErrors, {{"device", d.name}},
              static_cast<double>(d.unreadable.size() + [&] {
                size_t n = 0;
                for (const auto& p : d.ports) n += p.unreadable.size();
@@ -123,43 +123,42 @@ absl::Status EfaMonitor::Collect(std::chrono::steady_clock::time_point deadline,
     for (const auto& p : d.ports) {
       const std::string port = absl::StrCat(p.port);
       if (p.state_id >= 0) {
-        sink.Add("efawatch_rdma_port_state", {{"device", d.name}, {"port", port}}, p.state_id);
+        sink.Add(metrics::M::kRdmaPortState, {{"device", d.name}, {"port", port}}, p.state_id);
       }
       if (p.phys_state_id >= 0) {
-        sink.Add("efawatch_rdma_port_physical_state", {{"device", d.name}, {"port", port}},
+        sink.Add(metrics::M::kRdmaPortPhysicalState, {{"device", d.name}, {"port", port}},
                  p.phys_state_id);
       }
       if (p.rate_bytes_per_second >= 0) {
-        sink.Add("efawatch_rdma_port_rate_bytes_per_second", {{"device", d.name}, {"port", port}},
+        sink.Add(metrics::M::kRdmaPortRateBytesPerSecond, {{"device", d.name}, {"port", port}},
                  p.rate_bytes_per_second);
       }
       for (const auto& [name, value] : p.counters) {
-        if (FindKnownCounter(name) != nullptr) {
-          sink.Add(MetricNameFor(name), {{"device", d.name}, {"port", port}},
-                   static_cast<double>(value));
+        if (auto known = metrics::M::EfaCounter(name)) {
+          sink.Add(*known, {{"device", d.name}, {"port", port}}, static_cast<double>(value));
         } else {
-          sink.Add("efawatch_rdma_hw_stat", {{"device", d.name}, {"port", port}, {"counter", name}},
+          sink.Add(metrics::M::kRdmaHwStat, {{"device", d.name}, {"port", port}, {"counter", name}},
                    static_cast<double>(value));
         }
       }
     }
   }
-  sink.Add("efawatch_rdma_devices", {}, static_cast<double>(devices.size()));
-  sink.Add("efawatch_efa_devices", {}, efa);
+  sink.Add(metrics::M::kRdmaDevices, {}, static_cast<double>(devices.size()));
+  sink.Add(metrics::M::kEfaDevices, {}, efa);
   if (options_.health.expected_devices > 0) {
-    sink.Add("efawatch_efa_devices_expected", {}, options_.health.expected_devices);
+    sink.Add(metrics::M::kEfaDevicesExpected, {}, options_.health.expected_devices);
   }
-  sink.Add("efawatch_rdma_device_reads_total", {}, static_cast<double>(device_reads_.load()));
+  sink.Add(metrics::M::kRdmaDeviceReadsTotal, {}, static_cast<double>(device_reads_.load()));
   {
     std::lock_guard lock(rules_mu_);
-    sink.Add("efawatch_rdma_hw_resets_total", {}, static_cast<double>(rules_.resets()));
+    sink.Add(metrics::M::kRdmaHwResetsTotal, {}, static_cast<double>(rules_.resets()));
   }
   auto interfaces = ReadNetDev(options_.procfs_root, options_.interface_prefixes);
   if (interfaces.ok()) {
     for (const auto& [name, c] : *interfaces) {
-      sink.Add("efawatch_net_receive_bytes_total", {{"interface", name}},
+      sink.Add(metrics::M::kNetReceiveBytesTotal, {{"interface", name}},
                static_cast<double>(c.rx_bytes));
-      sink.Add("efawatch_net_transmit_bytes_total", {{"interface", name}},
+      sink.Add(metrics::M::kNetTransmitBytesTotal, {{"interface", name}},
                static_cast<double>(c.tx_bytes));
     }
   }

@@ -1,7 +1,7 @@
 #include "daemon/efa/health_rules.h"
 
 #include "absl/strings/str_cat.h"
-#include "daemon/efa/counters.h"
+#include "lib/common/efa_counters.h"
 
 namespace efawatch::efa {
 namespace {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <system_error>
 
-#include "daemon/efa/counters.h"
+#include "lib/common/efa_counters.h"
 
 namespace efawatch::efa {
 namespace fs = std::filesystem;

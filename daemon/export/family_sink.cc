@@ -56,7 +56,8 @@ void FamilySink::Append(std::string_view metric, prometheus::ClientMetric m) {
   family.metric.push_back(std::move(m));
 }
 
-void FamilySink::Add(std::string_view metric, const common::Labels& labels, double value) {
+void FamilySink::Add(metrics::Metric handle, const common::Labels& labels, double value) {
+  const std::string_view metric = handle.name();
   auto m = Start(metric, labels, MetricType::kGauge);
   if (!m) return;
   if (FindMetric(metric)->type == MetricType::kCounter) {
@@ -67,8 +68,9 @@ void FamilySink::Add(std::string_view metric, const common::Labels& labels, doub
   Append(metric, *std::move(m));
 }
 
-void FamilySink::AddHistogram(std::string_view metric, const common::Labels& labels,
+void FamilySink::AddHistogram(metrics::Metric handle, const common::Labels& labels,
                               const common::HistogramSample& sample) {
+  const std::string_view metric = handle.name();
   auto m = Start(metric, labels, MetricType::kHistogram);
   if (!m) return;
   if (sample.bounds.size() != sample.cumulative.size()) {

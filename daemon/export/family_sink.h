@@ -8,17 +8,21 @@
 #include <vector>
 
 #include "lib/common/collector.h"
-#include "daemon/export/metric_table.h"
+#include "lib/common/metric_table.h"
 
 namespace efawatch::exporter {
+
+using metrics::FindMetric;
+using metrics::MetricDef;
+using metrics::MetricType;
 
 // Collects samples of one scrape into metric families, checking each against the metric table.
 // A sample of an undeclared metric or with the wrong label names is a programming error; it is
 // dropped and logged rather than served, so /metrics always passes `promtool check metrics`.
 class FamilySink final : public common::MetricSink {
  public:
-  void Add(std::string_view metric, const common::Labels& labels, double value) override;
-  void AddHistogram(std::string_view metric, const common::Labels& labels,
+  void Add(metrics::Metric metric, const common::Labels& labels, double value) override;
+  void AddHistogram(metrics::Metric metric, const common::Labels& labels,
                     const common::HistogramSample& sample) override;
 
   /// The families collected so far, sorted by name; the sink is empty afterwards.

@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/export/family_sink.h"
-#include "daemon/export/metric_table.h"
+#include "lib/common/metric_table.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::exporter {
@@ -34,12 +34,12 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::lock_guard lock(mu_);
     FamilySink sink;
-    sink.Add("efawatch_build_info",
+    sink.Add(metrics::M::kBuildInfo,
              {{"version", options_.build.version},
               {"revision", options_.build.revision},
               {"nccl", options_.build.nccl}},
              1);
-    sink.Add("efawatch_start_time_seconds", {},
+    sink.Add(metrics::M::kStartTimeSeconds, {},
              std::chrono::duration<double>(options_.start_time.time_since_epoch()).count());
     for (auto* c : collectors_) {
       const std::string name(c->Name());
@@ -58,8 +58,8 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
       const double secs = std::chrono::duration<double>(end - start).count();
       if (!st.ok()) spdlog::warn("collector {} failed: {}", name, std::string(st.message()));
       status_->Record(name, st, clock_.WallNow(), secs);
-      sink.Add("efawatch_collector_success", {{"collector", name}}, st.ok() ? 1 : 0);
-      sink.Add("efawatch_collector_duration_seconds", {{"collector", name}}, secs);
+      sink.Add(metrics::M::kCollectorSuccess, {{"collector", name}}, st.ok() ? 1 : 0);
+      sink.Add(metrics::M::kCollectorDurationSeconds, {{"collector", name}}, secs);
     }
     return sink.Take();
   }

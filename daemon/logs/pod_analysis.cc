@@ -341,40 +341,39 @@ absl::Status PodAnalysis::Collect(std::chrono::steady_clock::time_point /*deadli
   std::lock_guard lock(mu_);
   for (const auto& [key, v] : verdicts_) {
     const common::Labels l = PodLabels(v.source);
-    sink.Add("efawatch_logs_lines_total", l, static_cast<double>(v.lines));
-    sink.Add("efawatch_logs_nccl_lines_total", l, static_cast<double>(v.nccl_lines));
+    sink.Add(metrics::M::kLogsLinesTotal, l, static_cast<double>(v.lines));
+    sink.Add(metrics::M::kLogsNcclLinesTotal, l, static_cast<double>(v.nccl_lines));
     if (v.nccl_lines == 0) continue;  // pods without NCCL get no verdict series
-    sink.Add("efawatch_nccl_tcp_fallback", l, v.tcp_fallback ? 1 : 0);
-    sink.Add("efawatch_nccl_loopback_misuse", l, v.loopback_misuse ? 1 : 0);
-    sink.Add("efawatch_nccl_net_plugin_missing", l, v.net_plugin_missing ? 1 : 0);
-    sink.Add("efawatch_nccl_gdr_disabled", l, v.gdr_disabled ? 1 : 0);
+    sink.Add(metrics::M::kNcclTcpFallback, l, v.tcp_fallback ? 1 : 0);
+    sink.Add(metrics::M::kNcclLoopbackMisuse, l, v.loopback_misuse ? 1 : 0);
+    sink.Add(metrics::M::kNcclNetPluginMissing, l, v.net_plugin_missing ? 1 : 0);
+    sink.Add(metrics::M::kNcclGdrDisabled, l, v.gdr_disabled ? 1 : 0);
     common::Labels info = l;
     info.push_back({"network", v.network});
     info.push_back({"transport", v.transport});
     info.push_back({"ofi_provider", v.ofi_provider});
     info.push_back({"nccl_version", v.nccl_version});
-    sink.Add("efawatch_nccl_info", info, 1);
-    sink.Add("efawatch_nccl_processes", l, static_cast<double>(v.processes));
-    sink.Add("efawatch_nccl_communicators", l, static_cast<double>(v.communicators));
-    sink.Add("efawatch_nccl_warnings_total", l, static_cast<double>(v.warnings));
-    sink.Add("efawatch_nccl_errors_total", l, static_cast<double>(v.errors));
+    sink.Add(metrics::M::kNcclInfo, info, 1);
+    sink.Add(metrics::M::kNcclProcesses, l, static_cast<double>(v.processes));
+    sink.Add(metrics::M::kNcclCommunicators, l, static_cast<double>(v.communicators));
+    sink.Add(metrics::M::kNcclWarningsTotal, l, static_cast<double>(v.warnings));
+    sink.Add(metrics::M::kNcclErrorsTotal, l, static_cast<double>(v.errors));
   }
   uint64_t malformed = 0;
   for (const auto& [key, v] : verdicts_) malformed += v.malformed_lines;
-  sink.Add("efawatch_logs_malformed_lines_total", {}, static_cast<double>(malformed));
-  sink.Add("efawatch_logs_state_evicted_total", {}, static_cast<double>(evicted_published_));
+  sink.Add(metrics::M::kLogsMalformedLinesTotal, {}, static_cast<double>(malformed));
+  sink.Add(metrics::M::kLogsStateEvictedTotal, {}, static_cast<double>(evicted_published_));
   if (tailer_ != nullptr) {
-    sink.Add("efawatch_logs_files_watched", {}, static_cast<double>(tailer_->files_watched));
-    sink.Add("efawatch_logs_read_bytes_total", {}, static_cast<double>(tailer_->bytes_read));
-    sink.Add("efawatch_logs_read_lines_total", {}, static_cast<double>(tailer_->lines_read));
-    sink.Add("efawatch_logs_rotations_total", {}, static_cast<double>(tailer_->rotations));
-    sink.Add("efawatch_logs_truncations_total", {}, static_cast<double>(tailer_->truncations));
-    sink.Add("efawatch_logs_checkpoint_writes_total", {},
+    sink.Add(metrics::M::kLogsFilesWatched, {}, static_cast<double>(tailer_->files_watched));
+    sink.Add(metrics::M::kLogsReadBytesTotal, {}, static_cast<double>(tailer_->bytes_read));
+    sink.Add(metrics::M::kLogsReadLinesTotal, {}, static_cast<double>(tailer_->lines_read));
+    sink.Add(metrics::M::kLogsRotationsTotal, {}, static_cast<double>(tailer_->rotations));
+    sink.Add(metrics::M::kLogsTruncationsTotal, {}, static_cast<double>(tailer_->truncations));
+    sink.Add(metrics::M::kLogsCheckpointWritesTotal, {},
              static_cast<double>(tailer_->checkpoint_writes));
-    sink.Add("efawatch_logs_files_refused_total", {}, static_cast<double>(tailer_->files_refused));
-    sink.Add("efawatch_logs_files_over_cap_total", {},
-             static_cast<double>(tailer_->files_over_cap));
-    sink.Add("efawatch_logs_truncated_lines_total", {},
+    sink.Add(metrics::M::kLogsFilesRefusedTotal, {}, static_cast<double>(tailer_->files_refused));
+    sink.Add(metrics::M::kLogsFilesOverCapTotal, {}, static_cast<double>(tailer_->files_over_cap));
+    sink.Add(metrics::M::kLogsTruncatedLinesTotal, {},
              static_cast<double>(tailer_->lines_truncated));
   }
   return absl::OkStatus();

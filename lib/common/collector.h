@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "lib/common/metric_table.h"
 
 namespace efawatch::common {
 
@@ -21,16 +22,16 @@ struct HistogramSample {
   uint64_t count = 0;
 };
 
-/// Where a collector writes samples. The metric name must be declared in the metric table
-/// (daemon/export/metric_table.cc), which gives its type, help and label names; the labels passed
+/// Where a collector writes samples. A metric is named by its handle from the metric table
+/// (lib/common/metric_table.h), which gives its type, help and label names; the labels passed
 /// here must be exactly those names, in that order. Implemented by the Prometheus edge, and by
 /// tests that record samples. Not thread-safe: one collection writes to one sink.
 class MetricSink {
  public:
   virtual ~MetricSink() = default;
-  virtual void Add(std::string_view metric, const Labels& labels, double value) = 0;
+  virtual void Add(metrics::Metric metric, const Labels& labels, double value) = 0;
   /// A histogram series of a metric the table declares as a histogram.
-  virtual void AddHistogram(std::string_view metric, const Labels& labels,
+  virtual void AddHistogram(metrics::Metric metric, const Labels& labels,
                             const HistogramSample& sample) = 0;
 };
 

@@ -9,7 +9,7 @@ absl::Status FindingsCollector::Collect(std::chrono::steady_clock::time_point /*
   std::map<std::pair<std::string, Severity>, int> counts;
   for (const auto& f : *board_.Snapshot()) ++counts[{f.kind, f.severity}];
   for (const auto& [key, n] : counts) {
-    sink.Add("efawatch_findings",
+    sink.Add(metrics::M::kFindings,
              {{"kind", key.first}, {"severity", std::string(SeverityName(key.second))}}, n);
   }
   return absl::OkStatus();

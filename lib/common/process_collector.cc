@@ -30,8 +30,8 @@ absl::Status ProcessCollector::Collect(std::chrono::steady_clock::time_point /*d
     if (i == 24) rss_pages = std::stod(field);
   }
   const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-  sink.Add("efawatch_process_cpu_seconds_total", {}, (utime + stime) / ticks);
-  sink.Add("efawatch_process_resident_memory_bytes", {},
+  sink.Add(metrics::M::kProcessCpuSecondsTotal, {}, (utime + stime) / ticks);
+  sink.Add(metrics::M::kProcessResidentMemoryBytes, {},
            rss_pages * static_cast<double>(sysconf(_SC_PAGESIZE)));
   std::error_code ec;
   double fds = 0;
@@ -39,7 +39,7 @@ absl::Status ProcessCollector::Collect(std::chrono::steady_clock::time_point /*d
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     ++fds;
   }
-  if (!ec) sink.Add("efawatch_process_open_fds", {}, fds);
+  if (!ec) sink.Add(metrics::M::kProcessOpenFds, {}, fds);
   return absl::OkStatus();
 }
 

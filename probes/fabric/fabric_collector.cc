@@ -7,7 +7,7 @@ namespace efawatch::fabric {
 absl::Status FabricCollector::Collect(std::chrono::steady_clock::time_point /*deadline*/,
                                       common::MetricSink& sink) {
   if (const Responder* r = service_.responder(); r != nullptr) {
-    sink.Add("efawatch_fabric_provider_info",
+    sink.Add(metrics::M::kFabricProviderInfo,
              {{"provider", r->info().provider},
               {"fabric", r->info().fabric},
               {"domain", r->info().domain}},
@@ -18,8 +18,7 @@ absl::Status FabricCollector::Collect(std::chrono::steady_clock::time_point /*de
                                                       {"garbage", c.garbage + c.unresolvable},
                                                       {"error", c.recv_errors + c.send_errors}};
     for (const auto& [kind, n] : kinds) {
-      sink.Add("efawatch_fabric_responder_messages_total", {{"kind", kind}},
-               static_cast<double>(n));
+      sink.Add(metrics::M::kFabricResponderMessagesTotal, {{"kind", kind}}, static_cast<double>(n));
     }
   }
   for (const PeerProbeState& p : service_.PeerStates()) {
@@ -32,24 +31,24 @@ absl::Status FabricCollector::Collect(std::chrono::steady_clock::time_point /*de
                                                   {"1", s.max_us}};
       if (s.count > 0) {
         for (const auto& [quantile, us] : q) {
-          sink.Add("efawatch_fabric_ping_rtt_seconds", {{"peer", p.peer}, {"quantile", quantile}},
+          sink.Add(metrics::M::kFabricPingRttSeconds, {{"peer", p.peer}, {"quantile", quantile}},
                    us / 1e6);
         }
       }
-      sink.Add("efawatch_fabric_ping_loss_ratio", {{"peer", p.peer}}, p.ping->loss_ratio);
+      sink.Add(metrics::M::kFabricPingLossRatio, {{"peer", p.peer}}, p.ping->loss_ratio);
     }
     if (p.bandwidth) {
       const char* direction = p.bandwidth->bidirectional ? "bidirectional" : "unidirectional";
       for (const BandwidthPoint& b : p.bandwidth->points) {
         sink.Add(
-            "efawatch_fabric_bandwidth_bytes_per_second",
+            metrics::M::kFabricBandwidthBytesPerSecond,
             {{"peer", p.peer}, {"size", std::to_string(b.message_bytes)}, {"direction", direction}},
             b.gbytes_per_second * 1e9);
       }
     }
-    sink.Add("efawatch_fabric_probe_last_run_timestamp_seconds", {{"peer", p.peer}},
+    sink.Add(metrics::M::kFabricProbeLastRunTimestampSeconds, {{"peer", p.peer}},
              std::chrono::duration<double>(p.last_run.time_since_epoch()).count());
-    sink.Add("efawatch_fabric_probe_failures_total", {{"peer", p.peer}},
+    sink.Add(metrics::M::kFabricProbeFailuresTotal, {{"peer", p.peer}},
              static_cast<double>(p.failures));
   }
   return absl::OkStatus();

@@ -193,14 +193,16 @@ TEST_F(MeshTest, CollectorRendersBoundedSeries) {
   ASSERT_NE(mesh, nullptr);
   mesh->RunOnce({});
   struct Sink final : common::MetricSink {
-    void Add(std::string_view metric, const common::Labels& l, double v) override {
-      std::string key(metric);
+    void Add(metrics::Metric metric, const common::Labels& l, double v) override {
+      Put(std::string(metric.name()), l, v);
+    }
+    void Put(std::string key, const common::Labels& l, double v) {
       for (const auto& [k, val] : l) key += "," + k + "=" + val;
       values[key] = v;
     }
-    void AddHistogram(std::string_view metric, const common::Labels& l,
+    void AddHistogram(metrics::Metric metric, const common::Labels& l,
                       const common::HistogramSample& h) override {
-      Add(std::string(metric) + "_count", l, static_cast<double>(h.count));
+      Put(std::string(metric.name()) + "_count", l, static_cast<double>(h.count));
       EXPECT_EQ(h.bounds.size(), h.cumulative.size());
       EXPECT_LE(h.cumulative.back(), h.count);
     }

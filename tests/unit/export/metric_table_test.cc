@@ -1,4 +1,4 @@
-#include "daemon/export/metric_table.h"
+#include "lib/common/metric_table.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "tests/support/subprocess.h"
 
-namespace efawatch::exporter {
+namespace efawatch::metrics {
 namespace {
 
 TEST(MetricTableTest, NamesFollowPrometheusConventions) {
@@ -38,4 +38,4 @@ TEST(MetricTableTest, DocsMetricsMdIsGeneratedFromTheTable) {
 }
 
 }  // namespace
-}  // namespace efawatch::exporter
+}  // namespace efawatch::metrics

@@ -2,7 +2,7 @@
 # The tiers only depend downward: lib/ <- probes/ <- daemon/ and cli/ (docs/architecture.md).
 # Fails, naming the file and line, when an #include or a CMake link points the other way, when a
 # probe reaches into another probe for shared code, or when protobuf-generated headers leak into
-# a tier that should hold plain C++ records.
+# a tier that should hold plain C++ records, or a metric is named outside the metric table.
 set -euo pipefail
 src="${EFAWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 cd "$src"
@@ -50,6 +50,12 @@ for f in $(find probes -name CMakeLists.txt); do
   done
 done
 [ -n "$lib_targets" ] || bad "no lib/ targets found: is the layout what this check expects?"
+
+# Metric names live in the metric table only; collectors name metrics by handle (metrics::M).
+while IFS= read -r hit; do
+  [ -n "$hit" ] && bad "$hit (a metric name outside lib/common/metric_table.*: use its metrics::M handle)"
+done < <(grep -rn --include='*.cc' --include='*.h' '"efawatch_' lib probes daemon cli |
+  grep -vE '^lib/common/metric_table\.(h|cc):' || true)
 
 [ "$fail" -eq 0 ] && echo "tiers: lib <- probes <- daemon, cli: ok"
 exit "$fail"

@@ -1,12 +1,25 @@
-#include "daemon/export/metric_table.h"
+#include "lib/common/metric_table.h"
 
 #include <algorithm>
 #include <string>
 
-#include "daemon/efa/counters.h"
+#include "lib/common/efa_counters.h"
 
-namespace efawatch::exporter {
+namespace efawatch::metrics {
 namespace {
+
+// efawatch_efa_<counter>_total for every known EFA counter, in KnownCounters() order. Names are
+// kept as the driver spells them, so they stay recognisable next to sysfs. Built once; the
+// strings outlive every Metric handle that points into them.
+const std::vector<std::string>& EfaCounterNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& c : efa::KnownCounters())
+      n.push_back("efawatch_efa_" + std::string(c.name) + "_total");
+    return n;
+  }();
+  return names;
+}
 
 // Label cardinality is bounded by design: collectors, devices and ports are few per node, and
 // per-pod series are deleted when the pod's logs go away. Never label by pid, rank or file.
@@ -14,257 +27,251 @@ std::vector<MetricDef> BuildTable() {
   using T = MetricType;
   std::vector<MetricDef> t = {
       // Agent itself.
-      {"efawatch_build_info",
+      {M::kBuildInfo.name(),
        T::kGauge,
        "Always 1; labels carry the agent version, git revision and the NCCL version the NCCL "
        "probe was built against (empty when built without CUDA).",
        {"version", "revision", "nccl"}},
-      {"efawatch_start_time_seconds", T::kGauge, "Unix time at which the agent started.", {}},
-      {"efawatch_collector_success",
+      {M::kStartTimeSeconds.name(), T::kGauge, "Unix time at which the agent started.", {}},
+      {M::kCollectorSuccess.name(),
        T::kGauge,
        "1 when the collector's last run at this scrape succeeded, 0 when it failed or ran out of "
        "its time budget.",
        {"collector"}},
-      {"efawatch_collector_duration_seconds",
+      {M::kCollectorDurationSeconds.name(),
        T::kGauge,
        "Time the collector took at this scrape.",
        {"collector"}},
-      {"efawatch_findings",
+      {M::kFindings.name(),
        T::kGauge,
        "Current findings on this node by kind and severity (self-clearing).",
        {"kind", "severity"}},
       // Process.
-      {"efawatch_process_resident_memory_bytes",
+      {M::kProcessResidentMemoryBytes.name(),
        T::kGauge,
        "Resident set size of the agent process.",
        {}},
-      {"efawatch_process_cpu_seconds_total",
+      {M::kProcessCpuSecondsTotal.name(),
        T::kCounter,
        "User and system CPU time the agent process has used.",
        {}},
-      {"efawatch_process_open_fds", T::kGauge, "File descriptors the agent process has open.", {}},
+      {M::kProcessOpenFds.name(), T::kGauge, "File descriptors the agent process has open.", {}},
       // Fabric responder and probes (probes/fabric). Per-peer series are bounded by the fabric
       // service's peer table (64 peers, least recently probed dropped with its series).
-      {"efawatch_fabric_provider_info",
+      {M::kFabricProviderInfo.name(),
        T::kGauge,
        "Always 1; the libfabric provider, fabric and domain the fabric responder opened.",
        {"provider", "fabric", "domain"}},
-      {"efawatch_fabric_responder_messages_total",
+      {M::kFabricResponderMessagesTotal.name(),
        T::kCounter,
        "Messages the fabric responder received, by kind (ping, bandwidth, garbage, error).",
        {"kind"}},
-      {"efawatch_fabric_ping_rtt_seconds",
+      {M::kFabricPingRttSeconds.name(),
        T::kGauge,
        "Round-trip time of the latest ping probe to the peer (quantile: 0 = min, 0.5, 0.9, 0.99, "
        "1 = max).",
        {"peer", "quantile"}},
-      {"efawatch_fabric_ping_loss_ratio",
+      {M::kFabricPingLossRatio.name(),
        T::kGauge,
        "Share of the latest ping probe's messages lost or failed (0..1).",
        {"peer"}},
-      {"efawatch_fabric_bandwidth_bytes_per_second",
+      {M::kFabricBandwidthBytesPerSecond.name(),
        T::kGauge,
        "Throughput of the latest bandwidth probe to the peer, per message size and direction.",
        {"peer", "size", "direction"}},
-      {"efawatch_fabric_probe_last_run_timestamp_seconds",
+      {M::kFabricProbeLastRunTimestampSeconds.name(),
        T::kGauge,
        "Unix time of the latest fabric probe to the peer.",
        {"peer"}},
-      {"efawatch_fabric_probe_failures_total",
+      {M::kFabricProbeFailuresTotal.name(),
        T::kCounter,
        "Fabric probes to the peer that did not complete (timeout, dead peer, cancel).",
        {"peer"}},
       // RDMA and EFA devices (daemon/efa). Known hw counters are added below from the EFA
       // driver's counter list.
-      {"efawatch_efa_devices",
+      {M::kEfaDevices.name(),
        T::kGauge,
        "EFA devices found under the configured sysfs root's class/infiniband.",
        {}},
-      {"efawatch_efa_devices_expected",
+      {M::kEfaDevicesExpected.name(),
        T::kGauge,
        "EFA devices this node's instance type should have (only when the type is known).",
        {}},
-      {"efawatch_rdma_devices",
+      {M::kRdmaDevices.name(),
        T::kGauge,
        "RDMA devices of any kind found under the configured sysfs root's class/infiniband.",
        {}},
-      {"efawatch_rdma_device_info",
+      {M::kRdmaDeviceInfo.name(),
        T::kGauge,
        "Always 1; labels describe the RDMA device (EFA or not), its PCI address, NUMA node, local "
        "CPUs, uverbs device and GPUDirect peer-to-peer provider.",
        {"device", "driver", "efa", "pci_address", "numa_node", "local_cpus", "uverbs", "p2p"}},
-      {"efawatch_rdma_hw_stat",
+      {M::kRdmaHwStat.name(),
        T::kGauge,
        "A hw_counters value whose name efawatch does not know (port 0: device scope).",
        {"device", "port", "counter"}},
-      {"efawatch_rdma_hw_read_errors",
+      {M::kRdmaHwReadErrors.name(),
        T::kGauge,
        "hw_counters files of the device that failed to read at this scrape (values unknown, not "
        "exported).",
        {"device"}},
-      {"efawatch_rdma_port_state",
+      {M::kRdmaPortState.name(),
        T::kGauge,
        "Port state id (4 = ACTIVE; EFA always reports 4).",
        {"device", "port"}},
-      {"efawatch_rdma_port_physical_state",
+      {M::kRdmaPortPhysicalState.name(),
        T::kGauge,
        "Port physical state id (5 = LinkUp; EFA always reports 5).",
        {"device", "port"}},
-      {"efawatch_rdma_port_rate_bytes_per_second",
+      {M::kRdmaPortRateBytesPerSecond.name(),
        T::kGauge,
        "Port rate as the driver reports it (a capability, not a measurement).",
        {"device", "port"}},
-      {"efawatch_rdma_device_reads_total",
+      {M::kRdmaDeviceReadsTotal.name(),
        T::kCounter,
        "Reads of a device's sysfs counters (cached: at most one per device per second).",
        {}},
-      {"efawatch_rdma_hw_resets_total",
+      {M::kRdmaHwResetsTotal.name(),
        T::kCounter,
        "hw counters seen going backwards (driver reload or device reset).",
        {}},
-      {"efawatch_net_receive_bytes_total",
+      {M::kNetReceiveBytesTotal.name(),
        T::kCounter,
        "Bytes received by the host's ethernet interface (from net/dev).",
        {"interface"}},
-      {"efawatch_net_transmit_bytes_total",
+      {M::kNetTransmitBytesTotal.name(),
        T::kCounter,
        "Bytes transmitted by the host's ethernet interface (from net/dev).",
        {"interface"}},
       // Pod logs and their NCCL verdicts (daemon/logs). Per-container series are removed a
       // grace period after the container's logs disappear.
-      {"efawatch_nccl_tcp_fallback",
+      {M::kNcclTcpFallback.name(),
        T::kGauge,
        "1 when the container's NCCL inter-node traffic runs over TCP (Socket transport, or OFI "
        "on a tcp/sockets provider) instead of EFA or InfiniBand RDMA.",
        {"namespace", "pod", "container"}},
-      {"efawatch_nccl_loopback_misuse",
+      {M::kNcclLoopbackMisuse.name(),
        T::kGauge,
        "1 when NCCL bootstraps or sends over the loopback interface in a job that needs more, or "
        "NCCL_SOCKET_IFNAME selects lo.",
        {"namespace", "pod", "container"}},
-      {"efawatch_nccl_net_plugin_missing",
+      {M::kNcclNetPluginMissing.name(),
        T::kGauge,
        "1 when the NCCL net plugin (e.g. aws-ofi-nccl) was not found or failed to initialize.",
        {"namespace", "pod", "container"}},
-      {"efawatch_nccl_gdr_disabled",
+      {M::kNcclGdrDisabled.name(),
        T::kGauge,
        "1 when NET transport runs with GPUDirect RDMA off where it could be on.",
        {"namespace", "pod", "container"}},
-      {"efawatch_nccl_info",
+      {M::kNcclInfo.name(),
        T::kGauge,
        "Always 1; labels name the network, inter-node transport, OFI provider and NCCL version "
        "the container's NCCL uses.",
        {"namespace", "pod", "container", "network", "transport", "ofi_provider", "nccl_version"}},
-      {"efawatch_nccl_processes",
+      {M::kNcclProcesses.name(),
        T::kGauge,
        "NCCL processes seen in the container's current run.",
        {"namespace", "pod", "container"}},
-      {"efawatch_nccl_communicators",
+      {M::kNcclCommunicators.name(),
        T::kGauge,
        "NCCL communicators seen in the container's current run.",
        {"namespace", "pod", "container"}},
-      {"efawatch_nccl_warnings_total",
+      {M::kNcclWarningsTotal.name(),
        T::kCounter,
        "NCCL WARN records in the container's logs.",
        {"namespace", "pod", "container"}},
-      {"efawatch_nccl_errors_total",
+      {M::kNcclErrorsTotal.name(),
        T::kCounter,
        "NCCL errors (failed calls, aborts, completion errors) in the container's logs.",
        {"namespace", "pod", "container"}},
-      {"efawatch_logs_lines_total",
+      {M::kLogsLinesTotal.name(),
        T::kCounter,
        "Log lines read from the container.",
        {"namespace", "pod", "container"}},
-      {"efawatch_logs_nccl_lines_total",
+      {M::kLogsNcclLinesTotal.name(),
        T::kCounter,
        "Log lines of the container that hold NCCL records.",
        {"namespace", "pod", "container"}},
-      {"efawatch_logs_files_watched", T::kGauge, "Container log files being followed.", {}},
-      {"efawatch_logs_read_bytes_total", T::kCounter, "Bytes read from container logs.", {}},
-      {"efawatch_logs_read_lines_total", T::kCounter, "Lines read from container logs.", {}},
-      {"efawatch_logs_malformed_lines_total",
+      {M::kLogsFilesWatched.name(), T::kGauge, "Container log files being followed.", {}},
+      {M::kLogsReadBytesTotal.name(), T::kCounter, "Bytes read from container logs.", {}},
+      {M::kLogsReadLinesTotal.name(), T::kCounter, "Lines read from container logs.", {}},
+      {M::kLogsMalformedLinesTotal.name(),
        T::kCounter,
        "Candidate NCCL lines that could not be parsed (skipped).",
        {}},
-      {"efawatch_logs_rotations_total", T::kCounter, "Log rotations followed.", {}},
-      {"efawatch_logs_truncations_total",
+      {M::kLogsRotationsTotal.name(), T::kCounter, "Log rotations followed.", {}},
+      {M::kLogsTruncationsTotal.name(),
        T::kCounter,
        "Log files found truncated under the reader (copytruncate).",
        {}},
-      {"efawatch_logs_truncated_lines_total",
+      {M::kLogsTruncatedLinesTotal.name(),
        T::kCounter,
        "Lines longer than the line limit, cut.",
        {}},
-      {"efawatch_logs_checkpoint_writes_total", T::kCounter, "Checkpoint files written.", {}},
-      {"efawatch_logs_files_refused_total",
+      {M::kLogsCheckpointWritesTotal.name(), T::kCounter, "Checkpoint files written.", {}},
+      {M::kLogsFilesRefusedTotal.name(),
        T::kCounter,
        "Log files not read: symlinks out of the pod log root, or unreadable.",
        {}},
-      {"efawatch_logs_files_over_cap_total",
+      {M::kLogsFilesOverCapTotal.name(),
        T::kCounter,
        "Log files not followed because the file cap was reached.",
        {}},
-      {"efawatch_logs_state_evicted_total",
+      {M::kLogsStateEvictedTotal.name(),
        T::kCounter,
        "Containers whose analysis state was evicted to stay within bounds.",
        {}},
       // Fleet ping mesh (probes/mesh). peer_node is bounded by the fan-out plus the topology
       // group cap: an agent pings at most that many peers, and drops a peer's series when it
       // stops pinging it.
-      {"efawatch_mesh_peer_rtt_seconds",
+      {M::kMeshPeerRttSeconds.name(),
        T::kHistogram,
        "Round-trip times of mesh pings to the peer node (received messages only).",
        {"peer_node"}},
-      {"efawatch_mesh_peer_sent_total",
+      {M::kMeshPeerSentTotal.name(),
        T::kCounter,
        "Mesh ping messages sent to the peer node (a round whose lookup failed counts all its "
        "messages as sent and lost).",
        {"peer_node"}},
-      {"efawatch_mesh_peer_lost_total",
+      {M::kMeshPeerLostTotal.name(),
        T::kCounter,
        "Mesh ping messages to the peer node that got no answer in time.",
        {"peer_node"}},
-      {"efawatch_mesh_peer_up",
+      {M::kMeshPeerUp.name(),
        T::kGauge,
        "1 when the latest mesh round to the peer node got at least one answer.",
        {"peer_node"}},
-      {"efawatch_mesh_peers_expected",
+      {M::kMeshPeersExpected.name(),
        T::kGauge,
        "Peers this agent is assigned to ping (fan-out plus topology group).",
        {}},
-      {"efawatch_mesh_peers_reachable",
+      {M::kMeshPeersReachable.name(),
        T::kGauge,
        "Assigned peers that answered in the latest round.",
        {}},
-      {"efawatch_mesh_peers_discovered",
+      {M::kMeshPeersDiscovered.name(),
        T::kGauge,
        "Agents the latest successful discovery listed, this one included when listed.",
        {"source"}},
-      {"efawatch_mesh_discovery_errors_total",
+      {M::kMeshDiscoveryErrorsTotal.name(),
        T::kCounter,
        "Peer discoveries that failed (the previous peer list is kept).",
        {"source"}},
-      {"efawatch_mesh_rounds_total", T::kCounter, "Mesh ping rounds completed.", {}},
-      {"efawatch_mesh_self_suspect",
+      {M::kMeshRoundsTotal.name(), T::kCounter, "Mesh ping rounds completed.", {}},
+      {M::kMeshSelfSuspect.name(),
        T::kGauge,
        "1 when most of this agent's own peers failed in the latest round: this node's link, not "
        "its peers, is the likely fault.",
        {}},
       // Fabric responder.
-      {"efawatch_fabric_responder_up",
+      {M::kFabricResponderUp.name(),
        T::kGauge,
        "1 when the fabric responder runs; labels name the libfabric provider and fabric in use.",
        {"provider", "fabric"}},
   };
-  // Names are kept as the driver spells them, so they stay recognisable next to sysfs.
-  static const std::vector<std::string> efa_names = [] {
-    std::vector<std::string> n;
-    for (const auto& c : efa::KnownCounters()) n.push_back(efa::MetricNameFor(c.name));
-    return n;
-  }();
   for (size_t i = 0; i < efa::KnownCounters().size(); ++i) {
     const auto& c = efa::KnownCounters()[i];
-    t.push_back({efa_names[i], T::kCounter, c.help,
+    t.push_back({EfaCounterNames()[i], T::kCounter, c.help,
                  c.scope == efa::Scope::kPort ? std::vector<std::string_view>{"device", "port"}
                                               : std::vector<std::string_view>{"device"}});
   }
@@ -287,6 +294,14 @@ std::string_view TypeName(MetricType t) {
 
 }  // namespace
 
+std::optional<Metric> M::EfaCounter(std::string_view counter) {
+  const auto& known = efa::KnownCounters();
+  for (size_t i = 0; i < known.size(); ++i) {
+    if (known[i].name == counter) return Metric(EfaCounterNames()[i]);
+  }
+  return std::nullopt;
+}
+
 const std::vector<MetricDef>& MetricTable() {
   static const std::vector<MetricDef> table = BuildTable();
   return table;
@@ -302,7 +317,7 @@ const MetricDef* FindMetric(std::string_view name) {
 std::string RenderMetricsDoc() {
   std::string out =
       "# Metrics\n\n"
-      "Generated from `daemon/export/metric_table.cc` (a unit test keeps this file in step).\n"
+      "Generated from `lib/common/metric_table.cc` (a unit test keeps this file in step).\n"
       "All metrics are served on `/metrics` of the agent's `--metrics-listen` address.\n\n"
       "| name | type | labels | help |\n|---|---|---|---|\n";
   for (const auto& d : MetricTable()) {
@@ -314,4 +329,4 @@ std::string RenderMetricsDoc() {
   return out;
 }
 
-}  // namespace efawatch::exporter
+}  // namespace efawatch::metrics

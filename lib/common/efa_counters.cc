@@ -1,6 +1,4 @@
-#include "daemon/efa/counters.h"
-
-#include <string>
+#include "lib/common/efa_counters.h"
 
 namespace efawatch::efa {
 
@@ -57,13 +55,6 @@ const KnownCounter* FindKnownCounter(std::string_view name) {
     if (c.name == name) return &c;
   }
   return nullptr;
-}
-
-std::string MetricNameFor(std::string_view counter) {
-  std::string out = "efawatch_efa_";
-  out += counter;
-  out += "_total";
-  return out;
 }
 
 }  // namespace efawatch::efa

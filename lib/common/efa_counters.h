@@ -22,7 +22,4 @@ const std::vector<KnownCounter>& KnownCounters();
 /// The known counter of this name, or nullptr.
 const KnownCounter* FindKnownCounter(std::string_view name);
 
-/// The Prometheus metric name for a known counter: efawatch_efa_<name>_total.
-std::string MetricNameFor(std::string_view counter);
-
 }  // namespace efawatch::efa

@@ -1,0 +1,116 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace efawatch::metrics {
+
+enum class MetricType { kCounter, kGauge, kHistogram };
+
+/// A handle on one metric of the table below: the only way to name a metric to a MetricSink.
+/// Handles exist only as the constants of `M` (the constructor is private), so a collector cannot
+/// write a sample of a metric the table does not declare: that is a compile error, not a
+/// scrape-time surprise. Cheap to copy; thread-safe.
+class Metric {
+ public:
+  constexpr std::string_view name() const { return name_; }
+
+ private:
+  friend struct M;
+  constexpr explicit Metric(std::string_view name) : name_(name) {}
+  std::string_view name_;
+};
+
+/// Every metric the agent exports, by handle. MetricTable() gives each its type, help and labels.
+struct M {
+  static constexpr Metric kBuildInfo{"efawatch_build_info"};
+  static constexpr Metric kStartTimeSeconds{"efawatch_start_time_seconds"};
+  static constexpr Metric kCollectorSuccess{"efawatch_collector_success"};
+  static constexpr Metric kCollectorDurationSeconds{"efawatch_collector_duration_seconds"};
+  static constexpr Metric kFindings{"efawatch_findings"};
+  static constexpr Metric kProcessResidentMemoryBytes{"efawatch_process_resident_memory_bytes"};
+  static constexpr Metric kProcessCpuSecondsTotal{"efawatch_process_cpu_seconds_total"};
+  static constexpr Metric kProcessOpenFds{"efawatch_process_open_fds"};
+  static constexpr Metric kFabricProviderInfo{"efawatch_fabric_provider_info"};
+  static constexpr Metric kFabricResponderMessagesTotal{"efawatch_fabric_responder_messages_total"};
+  static constexpr Metric kFabricPingRttSeconds{"efawatch_fabric_ping_rtt_seconds"};
+  static constexpr Metric kFabricPingLossRatio{"efawatch_fabric_ping_loss_ratio"};
+  static constexpr Metric kFabricBandwidthBytesPerSecond{
+      "efawatch_fabric_bandwidth_bytes_per_second"};
+  static constexpr Metric kFabricProbeLastRunTimestampSeconds{
+      "efawatch_fabric_probe_last_run_timestamp_seconds"};
+  static constexpr Metric kFabricProbeFailuresTotal{"efawatch_fabric_probe_failures_total"};
+  static constexpr Metric kEfaDevices{"efawatch_efa_devices"};
+  static constexpr Metric kEfaDevicesExpected{"efawatch_efa_devices_expected"};
+  static constexpr Metric kRdmaDevices{"efawatch_rdma_devices"};
+  static constexpr Metric kRdmaDeviceInfo{"efawatch_rdma_device_info"};
+  static constexpr Metric kRdmaHwStat{"efawatch_rdma_hw_stat"};
+  static constexpr Metric kRdmaHwReadErrors{"efawatch_rdma_hw_read_errors"};
+  static constexpr Metric kRdmaPortState{"efawatch_rdma_port_state"};
+  static constexpr Metric kRdmaPortPhysicalState{"efawatch_rdma_port_physical_state"};
+  static constexpr Metric kRdmaPortRateBytesPerSecond{"efawatch_rdma_port_rate_bytes_per_second"};
+  static constexpr Metric kRdmaDeviceReadsTotal{"efawatch_rdma_device_reads_total"};
+  static constexpr Metric kRdmaHwResetsTotal{"efawatch_rdma_hw_resets_total"};
+  static constexpr Metric kNetReceiveBytesTotal{"efawatch_net_receive_bytes_total"};
+  static constexpr Metric kNetTransmitBytesTotal{"efawatch_net_transmit_bytes_total"};
+  static constexpr Metric kNcclTcpFallback{"efawatch_nccl_tcp_fallback"};
+  static constexpr Metric kNcclLoopbackMisuse{"efawatch_nccl_loopback_misuse"};
+  static constexpr Metric kNcclNetPluginMissing{"efawatch_nccl_net_plugin_missing"};
+  static constexpr Metric kNcclGdrDisabled{"efawatch_nccl_gdr_disabled"};
+  static constexpr Metric kNcclInfo{"efawatch_nccl_info"};
+  static constexpr Metric kNcclProcesses{"efawatch_nccl_processes"};
+  static constexpr Metric kNcclCommunicators{"efawatch_nccl_communicators"};
+  static constexpr Metric kNcclWarningsTotal{"efawatch_nccl_warnings_total"};
+  static constexpr Metric kNcclErrorsTotal{"efawatch_nccl_errors_total"};
+  static constexpr Metric kLogsLinesTotal{"efawatch_logs_lines_total"};
+  static constexpr Metric kLogsNcclLinesTotal{"efawatch_logs_nccl_lines_total"};
+  static constexpr Metric kLogsFilesWatched{"efawatch_logs_files_watched"};
+  static constexpr Metric kLogsReadBytesTotal{"efawatch_logs_read_bytes_total"};
+  static constexpr Metric kLogsReadLinesTotal{"efawatch_logs_read_lines_total"};
+  static constexpr Metric kLogsMalformedLinesTotal{"efawatch_logs_malformed_lines_total"};
+  static constexpr Metric kLogsRotationsTotal{"efawatch_logs_rotations_total"};
+  static constexpr Metric kLogsTruncationsTotal{"efawatch_logs_truncations_total"};
+  static constexpr Metric kLogsTruncatedLinesTotal{"efawatch_logs_truncated_lines_total"};
+  static constexpr Metric kLogsCheckpointWritesTotal{"efawatch_logs_checkpoint_writes_total"};
+  static constexpr Metric kLogsFilesRefusedTotal{"efawatch_logs_files_refused_total"};
+  static constexpr Metric kLogsFilesOverCapTotal{"efawatch_logs_files_over_cap_total"};
+  static constexpr Metric kLogsStateEvictedTotal{"efawatch_logs_state_evicted_total"};
+  static constexpr Metric kMeshPeerRttSeconds{"efawatch_mesh_peer_rtt_seconds"};
+  static constexpr Metric kMeshPeerSentTotal{"efawatch_mesh_peer_sent_total"};
+  static constexpr Metric kMeshPeerLostTotal{"efawatch_mesh_peer_lost_total"};
+  static constexpr Metric kMeshPeerUp{"efawatch_mesh_peer_up"};
+  static constexpr Metric kMeshPeersExpected{"efawatch_mesh_peers_expected"};
+  static constexpr Metric kMeshPeersReachable{"efawatch_mesh_peers_reachable"};
+  static constexpr Metric kMeshPeersDiscovered{"efawatch_mesh_peers_discovered"};
+  static constexpr Metric kMeshDiscoveryErrorsTotal{"efawatch_mesh_discovery_errors_total"};
+  static constexpr Metric kMeshRoundsTotal{"efawatch_mesh_rounds_total"};
+  static constexpr Metric kMeshSelfSuspect{"efawatch_mesh_self_suspect"};
+  static constexpr Metric kFabricResponderUp{"efawatch_fabric_responder_up"};
+
+  /// efawatch_efa_<counter>_total for a hw_counters name the EFA counter table knows
+  /// (efa_counters.h), nullopt for any other name (exported generically as efawatch_rdma_hw_stat).
+  static std::optional<Metric> EfaCounter(std::string_view counter);
+};
+
+/// One metric the agent exports. Every metric is declared once, in metric_table.cc: the
+/// Prometheus edge refuses samples of undeclared metrics, docs/metrics.md is generated from the
+/// table, and a test keeps the two in step.
+struct MetricDef {
+  std::string_view name;
+  MetricType type;
+  std::string_view help;
+  std::vector<std::string_view> labels;
+};
+
+/// The whole table, sorted by name.
+const std::vector<MetricDef>& MetricTable();
+
+/// The definition of `name`, or nullptr.
+const MetricDef* FindMetric(std::string_view name);
+
+/// docs/metrics.md as generated from the table.
+std::string RenderMetricsDoc();
+
+}  // namespace efawatch::metrics
