@@ -6,24 +6,12 @@
 #include <cstdio>
 
 #include "probes/collective/ops.h"
+#include "proto/codec/records.h"
 
 namespace efawatch::cli {
 namespace {
 
-std::string EndText(v1::ProbeEnd e) {
-  switch (e) {
-    case v1::PROBE_END_COMPLETED:
-      return "completed";
-    case v1::PROBE_END_DEADLINE_EXCEEDED:
-      return "deadline exceeded";
-    case v1::PROBE_END_PEER_TIMED_OUT:
-      return "peer timed out";
-    case v1::PROBE_END_CANCELLED:
-      return "cancelled";
-    default:
-      return "unknown";
-  }
-}
+std::string EndText(v1::ProbeEnd e) { return common::ProbeEndText(codec::FromProto(e)); }
 
 std::string Json(const google::protobuf::Message& m) {
   std::string json;

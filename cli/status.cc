@@ -6,22 +6,12 @@
 #include <iomanip>
 
 #include "absl/time/time.h"
+#include "proto/codec/records.h"
 
 namespace efawatch::cli {
 namespace {
 
-std::string SeverityText(v1::Severity s) {
-  switch (s) {
-    case v1::SEVERITY_INFO:
-      return "info";
-    case v1::SEVERITY_WARNING:
-      return "warning";
-    case v1::SEVERITY_CRITICAL:
-      return "critical";
-    default:
-      return "unknown";
-  }
-}
+std::string_view SeverityText(v1::Severity s) { return common::SeverityName(codec::FromProto(s)); }
 
 void PrintText(const v1::NodeHealth& h, std::ostream& out) {
   out << "node:     " << h.node() << "\n"

@@ -9,8 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "lib/common/findings_collector.h"
-#include "lib/common/process_collector.h"
 #include "daemon/efa/efa_monitor.h"
 #include "daemon/efa/instance_types.h"
 #include "daemon/export/prometheus_edge.h"
@@ -19,6 +17,8 @@
 #include "daemon/rpc/grpc_edge.h"
 #include "daemon/rpc/peer_client.h"
 #include "efawatch/version.h"
+#include "lib/common/findings_collector.h"
+#include "lib/common/process_collector.h"
 #include "probes/collective/host_backend.h"
 #include "probes/collective/nccl_backend.h"
 #include "probes/fabric/endpoint.h"
@@ -349,9 +349,7 @@ common::NodeHealth App::GetNodeHealth() const {
   if (pods_) {
     for (const auto& v : pods_->Verdicts()) {
       if (v.nccl_lines == 0 || v.gone) continue;
-      h.pods.push_back({v.source.namespace_name, v.source.pod, v.source.container, v.tcp_fallback,
-                        v.loopback_misuse, v.net_plugin_missing, v.gdr_disabled, v.network,
-                        v.transport, v.ofi_provider, v.nccl_version, v.processes, v.communicators});
+      h.pods.push_back({v.source.namespace_name, v.source.pod, v.source.container, v.nccl});
     }
   }
   if (fabric_ && fabric_->responder() != nullptr) {

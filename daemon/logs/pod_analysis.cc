@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/logs/checkpoint_codec.h"
 #include "lib/nccl/record_scanner.h"
 
 namespace efawatch::logs {
@@ -126,21 +127,8 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
     const nccl::Report r = c.analyzer->Snapshot();
     v.nccl_lines += c.analyzer->counters().nccl_lines;
     v.malformed_lines += c.analyzer->counters().malformed_lines;
-    v.tcp_fallback = r.summary.tcp_fallback;
-    v.loopback_misuse = r.summary.loopback_misuse;
-    v.net_plugin_missing = r.summary.net_plugin_missing;
-    v.gdr_disabled = r.summary.gdr_disabled;
-    v.network = r.summary.network;
-    v.transport = r.summary.inter_node_transport;
-    v.ofi_provider = r.summary.ofi_provider;
-    v.nccl_version = r.summary.nccl_version;
-    v.processes = r.processes.size();
-    for (const auto& p : r.processes) {
-      v.communicators += p.communicators.size();
-      v.warnings += p.warnings;
-      v.errors += p.errors;
-      own_evidence = own_evidence || !p.communicators.empty();
-    }
+    v.nccl = nccl::VerdictOf(r);
+    for (const auto& p : r.processes) own_evidence = own_evidence || !p.communicators.empty();
     for (const auto& f : r.findings) {
       if (f.severity == nccl::Severity::kInfo) continue;
       common::Finding cf;
@@ -157,22 +145,8 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
   // Until this run shows communicators of its own, the verdict saved before an agent restart
   // stands (the lines it came from are not read again).
   if (c.has_restored && !own_evidence) {
-    const ContainerVerdict& o = c.restored;
-    v.tcp_fallback = v.tcp_fallback || o.tcp_fallback;
-    v.loopback_misuse = v.loopback_misuse || o.loopback_misuse;
-    v.net_plugin_missing = v.net_plugin_missing || o.net_plugin_missing;
-    v.gdr_disabled = v.gdr_disabled || o.gdr_disabled;
-    for (auto [mine, theirs] : {std::pair{&v.network, &o.network},
-                                {&v.transport, &o.transport},
-                                {&v.ofi_provider, &o.ofi_provider},
-                                {&v.nccl_version, &o.nccl_version}}) {
-      if (mine->empty() || *mine == "unknown") *mine = *theirs;
-    }
+    nccl::FillFromEarlier(v.nccl, c.restored.nccl);
     findings->insert(findings->end(), c.restored_findings.begin(), c.restored_findings.end());
-    v.processes = std::max(v.processes, o.processes);
-    v.communicators = std::max(v.communicators, o.communicators);
-    v.warnings += o.warnings;
-    v.errors += o.errors;
   }
   return v;
 }
@@ -241,37 +215,19 @@ std::string PodAnalysis::Checkpoint() const {
     if (v == verdicts_.end()) continue;
     const ContainerVerdict& x = v->second;
     nlohmann::json findings = nlohmann::json::array();
-    for (const auto& f : c.findings) {
-      findings.push_back({{"kind", f.kind},
-                          {"severity", static_cast<int>(f.severity)},
-                          {"subject", f.subject},
-                          {"message", f.message},
-                          {"file", f.evidence.source},
-                          {"line", f.evidence.line},
-                          {"text", f.evidence.text}});
-    }
-    j.push_back({{"key", key},
-                 {"path", c.source.path.string()},
-                 {"namespace", c.source.namespace_name},
-                 {"pod", c.source.pod},
-                 {"uid", c.source.uid},
-                 {"container", c.source.container},
-                 {"lines", x.lines},
-                 {"nccl_lines", x.nccl_lines},
-                 {"malformed_lines", x.malformed_lines},
-                 {"tcp_fallback", x.tcp_fallback},
-                 {"loopback_misuse", x.loopback_misuse},
-                 {"net_plugin_missing", x.net_plugin_missing},
-                 {"gdr_disabled", x.gdr_disabled},
-                 {"network", x.network},
-                 {"transport", x.transport},
-                 {"ofi_provider", x.ofi_provider},
-                 {"nccl_version", x.nccl_version},
-                 {"processes", x.processes},
-                 {"communicators", x.communicators},
-                 {"warnings", x.warnings},
-                 {"errors", x.errors},
-                 {"findings", findings}});
+    for (const auto& f : c.findings) findings.push_back(FindingToJson(f));
+    nlohmann::json e = {{"key", key},
+                        {"path", c.source.path.string()},
+                        {"namespace", c.source.namespace_name},
+                        {"pod", c.source.pod},
+                        {"uid", c.source.uid},
+                        {"container", c.source.container},
+                        {"lines", x.lines},
+                        {"nccl_lines", x.nccl_lines},
+                        {"malformed_lines", x.malformed_lines},
+                        {"findings", findings}};
+    VerdictToJson(x.nccl, e);
+    j.push_back(std::move(e));
   }
   return j.dump();
 }
@@ -290,30 +246,10 @@ void PodAnalysis::Restore(std::string_view state) {
     c.lines = e.value("lines", uint64_t{0});
     c.nccl_lines_before = e.value("nccl_lines", uint64_t{0});
     c.malformed_before = e.value("malformed_lines", uint64_t{0});
-    ContainerVerdict& v = c.restored;
-    v.source = c.source;
-    v.tcp_fallback = e.value("tcp_fallback", false);
-    v.loopback_misuse = e.value("loopback_misuse", false);
-    v.net_plugin_missing = e.value("net_plugin_missing", false);
-    v.gdr_disabled = e.value("gdr_disabled", false);
-    v.network = e.value("network", std::string());
-    v.transport = e.value("transport", std::string());
-    v.ofi_provider = e.value("ofi_provider", std::string());
-    v.nccl_version = e.value("nccl_version", std::string());
-    v.processes = e.value("processes", uint64_t{0});
-    v.communicators = e.value("communicators", uint64_t{0});
-    v.warnings = e.value("warnings", uint64_t{0});
-    v.errors = e.value("errors", uint64_t{0});
+    c.restored.source = c.source;
+    c.restored.nccl = VerdictFromJson(e);
     for (const auto& f : e.value("findings", nlohmann::json::array())) {
-      common::Finding cf;
-      cf.kind = f.value("kind", std::string());
-      cf.severity = static_cast<common::Severity>(f.value("severity", 1));
-      cf.subject = f.value("subject", std::string());
-      cf.message = f.value("message", std::string());
-      cf.evidence.source = f.value("file", std::string());
-      cf.evidence.line = f.value("line", uint64_t{0});
-      cf.evidence.text = f.value("text", std::string());
-      c.restored_findings.push_back(std::move(cf));
+      c.restored_findings.push_back(FindingFromJson(f));
     }
     c.has_restored = true;
     c.last_write = clock_.Now();
@@ -324,7 +260,7 @@ void PodAnalysis::Restore(std::string_view state) {
 bool PodAnalysis::NcclActive() const {
   std::lock_guard lock(mu_);
   for (const auto& [key, v] : verdicts_) {
-    if (!v.gone && v.processes > 0) return true;
+    if (!v.gone && v.nccl.processes > 0) return true;
   }
   return false;
 }
@@ -336,28 +272,33 @@ std::vector<ContainerVerdict> PodAnalysis::Verdicts() const {
   return out;
 }
 
+void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink) {
+  const common::Labels l = PodLabels(v.source);
+  sink.Add(metrics::M::kLogsLinesTotal, l, static_cast<double>(v.lines));
+  sink.Add(metrics::M::kLogsNcclLinesTotal, l, static_cast<double>(v.nccl_lines));
+  if (v.nccl_lines == 0) return;  // pods without NCCL get no verdict series
+  const nccl::Verdict& n = v.nccl;
+  sink.Add(metrics::M::kNcclTcpFallback, l, n.tcp_fallback ? 1 : 0);
+  sink.Add(metrics::M::kNcclLoopbackMisuse, l, n.loopback_misuse ? 1 : 0);
+  sink.Add(metrics::M::kNcclNetPluginMissing, l, n.net_plugin_missing ? 1 : 0);
+  sink.Add(metrics::M::kNcclGdrDisabled, l, n.gdr_disabled ? 1 : 0);
+  common::Labels info = l;
+  info.push_back({"network", n.network});
+  info.push_back({"transport", n.transport});
+  info.push_back({"ofi_provider", n.ofi_provider});
+  info.push_back({"nccl_version", n.nccl_version});
+  sink.Add(metrics::M::kNcclInfo, info, 1);
+  sink.Add(metrics::M::kNcclProcesses, l, static_cast<double>(n.processes));
+  sink.Add(metrics::M::kNcclCommunicators, l, static_cast<double>(n.communicators));
+  sink.Add(metrics::M::kNcclWarningsTotal, l, static_cast<double>(n.warnings));
+  sink.Add(metrics::M::kNcclErrorsTotal, l, static_cast<double>(n.errors));
+}
+
 absl::Status PodAnalysis::Collect(std::chrono::steady_clock::time_point /*deadline*/,
                                   common::MetricSink& sink) {
   std::lock_guard lock(mu_);
   for (const auto& [key, v] : verdicts_) {
-    const common::Labels l = PodLabels(v.source);
-    sink.Add(metrics::M::kLogsLinesTotal, l, static_cast<double>(v.lines));
-    sink.Add(metrics::M::kLogsNcclLinesTotal, l, static_cast<double>(v.nccl_lines));
-    if (v.nccl_lines == 0) continue;  // pods without NCCL get no verdict series
-    sink.Add(metrics::M::kNcclTcpFallback, l, v.tcp_fallback ? 1 : 0);
-    sink.Add(metrics::M::kNcclLoopbackMisuse, l, v.loopback_misuse ? 1 : 0);
-    sink.Add(metrics::M::kNcclNetPluginMissing, l, v.net_plugin_missing ? 1 : 0);
-    sink.Add(metrics::M::kNcclGdrDisabled, l, v.gdr_disabled ? 1 : 0);
-    common::Labels info = l;
-    info.push_back({"network", v.network});
-    info.push_back({"transport", v.transport});
-    info.push_back({"ofi_provider", v.ofi_provider});
-    info.push_back({"nccl_version", v.nccl_version});
-    sink.Add(metrics::M::kNcclInfo, info, 1);
-    sink.Add(metrics::M::kNcclProcesses, l, static_cast<double>(v.processes));
-    sink.Add(metrics::M::kNcclCommunicators, l, static_cast<double>(v.communicators));
-    sink.Add(metrics::M::kNcclWarningsTotal, l, static_cast<double>(v.warnings));
-    sink.Add(metrics::M::kNcclErrorsTotal, l, static_cast<double>(v.errors));
+    WriteVerdictMetrics(v, sink);
   }
   uint64_t malformed = 0;
   for (const auto& [key, v] : verdicts_) malformed += v.malformed_lines;

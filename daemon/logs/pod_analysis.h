@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "daemon/logs/source.h"
+#include "daemon/logs/tailer.h"
 #include "lib/common/clock.h"
 #include "lib/common/collector.h"
 #include "lib/common/findings_board.h"
-#include "daemon/logs/source.h"
-#include "daemon/logs/tailer.h"
 #include "lib/nccl/analyzer.h"
+#include "lib/nccl/verdict.h"
 
 namespace efawatch::logs {
 
@@ -24,18 +25,17 @@ struct PodAnalysisOptions {
   nccl::AnalyzerOptions analyzer;
 };
 
-/// The NCCL verdict of one container's current run, as metrics and findings show it.
+/// One container's current run: where its log is, how much of it was read, and its NCCL verdict.
 struct ContainerVerdict {
   LogSource source;
-  bool tcp_fallback = false;
-  bool loopback_misuse = false;
-  bool net_plugin_missing = false;
-  bool gdr_disabled = false;
-  std::string network, transport, ofi_provider, nccl_version;
-  uint64_t processes = 0, communicators = 0;
-  uint64_t lines = 0, nccl_lines = 0, malformed_lines = 0, warnings = 0, errors = 0;
+  nccl::Verdict nccl;
+  uint64_t lines = 0, nccl_lines = 0, malformed_lines = 0;
   bool gone = false;
 };
+
+/// The container's series: line counts always; the verdict's series once NCCL lines were seen.
+/// The Prometheus mapping of the verdict record, in one place.
+void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink);
 
 /// Feeds every container's log lines to its own NCCL analyzer (lines without NCCL are counted
 /// and skipped by a cheap pre-filter), turns the analyzers' reports into per-container verdicts,

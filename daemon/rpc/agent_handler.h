@@ -1,8 +1,8 @@
 #pragma once
 
 #include "absl/status/statusor.h"
+#include "daemon/node_health.h"
 #include "lib/common/findings_board.h"
-#include "lib/common/node_health.h"
 #include "probes/collective/participant.h"
 #include "probes/fabric/fabric_service.h"
 

@@ -14,34 +14,17 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "lib/common/read_file.h"
 #include "daemon/rpc/peer_client.h"
 #include "efawatch/v1/agent.grpc.pb.h"
+#include "lib/common/read_file.h"
 #include "probes/collective/coordinator.h"
+#include "proto/codec/records.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::rpc {
 namespace {
 
-google::protobuf::Timestamp ToProto(std::chrono::system_clock::time_point t) {
-  google::protobuf::Timestamp ts;
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch());
-  ts.set_seconds(ns.count() / 1'000'000'000);
-  ts.set_nanos(static_cast<int>(ns.count() % 1'000'000'000));
-  return ts;
-}
-
-void FillFinding(const common::Finding& f, v1::Finding* pf) {
-  pf->set_kind(f.kind);
-  pf->set_severity(static_cast<v1::Severity>(static_cast<int>(f.severity)));
-  pf->set_subject(f.subject);
-  pf->set_message(f.message);
-  pf->mutable_evidence()->set_source(f.evidence.source);
-  pf->mutable_evidence()->set_line(f.evidence.line);
-  pf->mutable_evidence()->set_text(f.evidence.text);
-  *pf->mutable_first_seen() = ToProto(f.first_seen);
-  *pf->mutable_last_seen() = ToProto(f.last_seen);
-}
+using codec::ToProto;
 
 void Fill(const common::NodeHealth& h, v1::NodeHealth* out) {
   out->set_node(h.node);
@@ -56,7 +39,7 @@ void Fill(const common::NodeHealth& h, v1::NodeHealth* out) {
     if (c.last_run.time_since_epoch().count() != 0) *pc->mutable_last_run() = ToProto(c.last_run);
     pc->set_last_duration_seconds(c.last_duration_seconds);
   }
-  for (const auto& f : h.findings) FillFinding(f, out->add_findings());
+  for (const auto& f : h.findings) ToProto(f, out->add_findings());
   out->set_fabric_provider(h.fabric_provider);
   out->set_efa_devices(h.efa_devices);
   for (const auto& p : h.pods) {
@@ -64,16 +47,7 @@ void Fill(const common::NodeHealth& h, v1::NodeHealth* out) {
     pv->set_namespace_(p.namespace_name);
     pv->set_pod(p.pod);
     pv->set_container(p.container);
-    pv->set_tcp_fallback(p.tcp_fallback);
-    pv->set_loopback_misuse(p.loopback_misuse);
-    pv->set_net_plugin_missing(p.net_plugin_missing);
-    pv->set_gdr_disabled(p.gdr_disabled);
-    pv->set_network(p.network);
-    pv->set_transport(p.transport);
-    pv->set_ofi_provider(p.ofi_provider);
-    pv->set_nccl_version(p.nccl_version);
-    pv->set_processes(p.processes);
-    pv->set_communicators(p.communicators);
+    ToProto(p.nccl, pv);
   }
 }
 
@@ -82,20 +56,6 @@ void Fill(const common::NodeHealth& h, v1::NodeHealth* out) {
 // problem.
 void ForwardGrpcLog(gpr_log_func_args* args) {
   spdlog::debug("grpc {}:{}: {}", args->file, args->line, args->message);
-}
-
-v1::ProbeEnd ToProto(fabric::ProbeEnd e) {
-  switch (e) {
-    case fabric::ProbeEnd::kCompleted:
-      return v1::PROBE_END_COMPLETED;
-    case fabric::ProbeEnd::kDeadlineExceeded:
-      return v1::PROBE_END_DEADLINE_EXCEEDED;
-    case fabric::ProbeEnd::kPeerTimedOut:
-      return v1::PROBE_END_PEER_TIMED_OUT;
-    case fabric::ProbeEnd::kCancelled:
-      return v1::PROBE_END_CANCELLED;
-  }
-  return v1::PROBE_END_UNSPECIFIED;
 }
 
 void Fill(const fabric::FabricInfo& info, const std::string& raw, const std::string& printable,
@@ -245,7 +205,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
     }
     v1::FindingEvent e;
     e.set_kind(kind);
-    FillFinding(f, e.mutable_finding());
+    ToProto(f, e.mutable_finding());
     e.set_gap(gap_);
     gap_ = 0;
     queue_.push_back(std::move(e));

@@ -24,20 +24,6 @@ constexpr auto kSleepStep = std::chrono::microseconds(100);
 
 }  // namespace
 
-const char* ProbeEndName(ProbeEnd end) {
-  switch (end) {
-    case ProbeEnd::kCompleted:
-      return "completed";
-    case ProbeEnd::kDeadlineExceeded:
-      return "deadline_exceeded";
-    case ProbeEnd::kPeerTimedOut:
-      return "peer_timed_out";
-    case ProbeEnd::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
-
 absl::StatusOr<std::unique_ptr<Pinger>> Pinger::Create(const EndpointOptions& endpoint,
                                                        size_t message_bytes) {
   auto pinger = std::unique_ptr<Pinger>(new Pinger());

@@ -9,19 +9,14 @@
 
 #include "absl/status/statusor.h"
 #include "lib/common/clock.h"
+#include "lib/common/probe_end.h"
 #include "probes/fabric/endpoint.h"
 #include "probes/fabric/stats.h"
 
 namespace efawatch::fabric {
 
-/// How a probe ended. Anything but kCompleted still comes with the numbers gathered so far.
-enum class ProbeEnd {
-  kCompleted,         ///< Every message was attempted.
-  kDeadlineExceeded,  ///< The overall deadline passed first.
-  kPeerTimedOut,      ///< The peer stopped answering (bandwidth: no completion for stall_timeout).
-  kCancelled,         ///< The stop_token was triggered.
-};
-const char* ProbeEndName(ProbeEnd end);
+using common::ProbeEnd;
+using common::ProbeEndName;
 
 struct PingOptions {
   EndpointOptions endpoint;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/fake_clock.h"
 #include "lib/common/findings_board.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/subprocess.h"
 
 namespace efawatch::logs {
@@ -70,13 +70,13 @@ void ExpectSame(const Fed& a, const Fed& b) {
   EXPECT_EQ(va[0].lines, vb[0].lines);
   EXPECT_EQ(va[0].nccl_lines, vb[0].nccl_lines);
   EXPECT_EQ(va[0].malformed_lines, vb[0].malformed_lines);
-  EXPECT_EQ(va[0].tcp_fallback, vb[0].tcp_fallback);
-  EXPECT_EQ(va[0].net_plugin_missing, vb[0].net_plugin_missing);
-  EXPECT_EQ(va[0].network, vb[0].network);
-  EXPECT_EQ(va[0].transport, vb[0].transport);
-  EXPECT_EQ(va[0].processes, vb[0].processes);
-  EXPECT_EQ(va[0].communicators, vb[0].communicators);
-  EXPECT_EQ(va[0].warnings, vb[0].warnings);
+  EXPECT_EQ(va[0].nccl.tcp_fallback, vb[0].nccl.tcp_fallback);
+  EXPECT_EQ(va[0].nccl.net_plugin_missing, vb[0].nccl.net_plugin_missing);
+  EXPECT_EQ(va[0].nccl.network, vb[0].nccl.network);
+  EXPECT_EQ(va[0].nccl.transport, vb[0].nccl.transport);
+  EXPECT_EQ(va[0].nccl.processes, vb[0].nccl.processes);
+  EXPECT_EQ(va[0].nccl.communicators, vb[0].nccl.communicators);
+  EXPECT_EQ(va[0].nccl.warnings, vb[0].nccl.warnings);
   const auto fa = a.board.Snapshot();
   const auto fb = b.board.Snapshot();
   ASSERT_EQ(fa->size(), fb->size());
@@ -124,7 +124,7 @@ TEST(PodAnalysisTest, LinesWithoutNcclOnlyMoveTheLineCount) {
   f.pods.OnPassComplete();
   const auto before = f.pods.Verdicts();
   ASSERT_EQ(before.size(), 1u);
-  EXPECT_TRUE(before[0].tcp_fallback);
+  EXPECT_TRUE(before[0].nccl.tcp_fallback);
   const size_t findings_before = f.board.Snapshot()->size();
   ASSERT_GT(findings_before, 0u);
   const std::string chatter = Cri("step 9 loss 0.1") + "\n" + Cri("step 10 loss 0.1") + "\n";
@@ -134,7 +134,7 @@ TEST(PodAnalysisTest, LinesWithoutNcclOnlyMoveTheLineCount) {
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(after[0].lines, before[0].lines + 2);
   EXPECT_EQ(after[0].nccl_lines, before[0].nccl_lines);
-  EXPECT_TRUE(after[0].tcp_fallback);
+  EXPECT_TRUE(after[0].nccl.tcp_fallback);
   EXPECT_EQ(f.board.Snapshot()->size(), findings_before);
 }
 

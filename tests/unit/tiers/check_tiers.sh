@@ -22,6 +22,7 @@ forbid lib 'proto/|grpc|efawatch/v1/' 'lib/ knows nothing of gRPC or protobuf'
 forbid probes 'daemon/|cli/|tests/' 'probes/ sit below daemon/ and cli/'
 forbid probes/collective 'probes/mesh/' 'shared code belongs in lib/'
 forbid probes/mesh 'probes/collective/' 'shared code belongs in lib/'
+forbid proto/codec 'probes/|daemon/|cli/|tests/' 'the API codec sits on lib/ only'
 forbid daemon 'cli/|tests/' 'daemon/ and cli/ are separate top-tier programs'
 forbid cli 'daemon/|tests/' 'daemon/ and cli/ are separate top-tier programs'
 

@@ -7,16 +7,14 @@
 
 #include "lib/common/collector_status.h"
 #include "lib/common/finding.h"
+#include "lib/nccl/verdict.h"
 
 namespace efawatch::common {
 
 /// The NCCL verdict of one container (daemon/logs), as the gRPC edge shows it.
 struct PodVerdict {
   std::string namespace_name, pod, container;
-  bool tcp_fallback = false, loopback_misuse = false, net_plugin_missing = false,
-       gdr_disabled = false;
-  std::string network, transport, ofi_provider, nccl_version;
-  uint64_t processes = 0, communicators = 0;
+  nccl::Verdict nccl;
 };
 
 /// What the agent knows about its node at one moment; an immutable value the gRPC edge renders.

@@ -1,0 +1,67 @@
+#include "daemon/logs/checkpoint_codec.h"
+
+#include <string>
+#include <type_traits>
+
+namespace efawatch::logs {
+namespace {
+
+// `in[name]` when it holds a T, else T{}: nlohmann's value() throws on a type mismatch, and a
+// checkpoint is input like any other.
+template <typename T>
+T Get(const nlohmann::json& in, const char* name) {
+  if (!in.is_object()) return T{};
+  auto it = in.find(name);
+  if (it == in.end()) return T{};
+  if constexpr (std::is_same_v<T, bool>) {
+    return it->is_boolean() ? it->template get<bool>() : false;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return it->is_string() ? it->template get<std::string>() : std::string();
+  } else if constexpr (std::is_unsigned_v<T>) {
+    return it->is_number_unsigned() ? it->template get<T>() : T{};
+  } else {
+    return it->is_number_integer() ? it->template get<T>() : T{};
+  }
+}
+
+}  // namespace
+
+void VerdictToJson(const nccl::Verdict& v, nlohmann::json& out) {
+  nccl::ForEachField(v, [&](const char* name, const auto& field) { out[name] = field; });
+}
+
+nccl::Verdict VerdictFromJson(const nlohmann::json& in) {
+  nccl::Verdict v;
+  nccl::ForEachField(v, [&](const char* name, auto& field) {
+    field = Get<std::decay_t<decltype(field)>>(in, name);
+  });
+  return v;
+}
+
+nlohmann::json FindingToJson(const common::Finding& f) {
+  return {{"kind", f.kind},
+          {"severity", static_cast<int>(f.severity)},
+          {"subject", f.subject},
+          {"message", f.message},
+          {"file", f.evidence.source},
+          {"line", f.evidence.line},
+          {"text", f.evidence.text}};
+}
+
+common::Finding FindingFromJson(const nlohmann::json& in) {
+  common::Finding f;
+  f.kind = Get<std::string>(in, "kind");
+  const int severity = Get<int>(in, "severity");
+  f.severity = severity >= static_cast<int>(common::Severity::kInfo) &&
+                       severity <= static_cast<int>(common::Severity::kCritical)
+                   ? static_cast<common::Severity>(severity)
+                   : common::Severity::kInfo;
+  f.subject = Get<std::string>(in, "subject");
+  f.message = Get<std::string>(in, "message");
+  f.evidence.source = Get<std::string>(in, "file");
+  f.evidence.line = Get<uint64_t>(in, "line");
+  f.evidence.text = Get<std::string>(in, "text");
+  return f;
+}
+
+}  // namespace efawatch::logs

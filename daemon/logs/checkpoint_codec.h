@@ -1,0 +1,22 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "lib/common/finding.h"
+#include "lib/nccl/verdict.h"
+
+// The checkpoint's JSON edge: one function each way per record. Loading never throws: a field
+// that is missing or of the wrong type reads as its default, so a damaged checkpoint costs what it
+// damaged, not the agent.
+namespace efawatch::logs {
+
+/// Writes every field of `v` into `out` (an object), under the names ForEachField gives.
+void VerdictToJson(const nccl::Verdict& v, nlohmann::json& out);
+nccl::Verdict VerdictFromJson(const nlohmann::json& in);
+
+/// A finding as the checkpoint keeps it. first_seen/last_seen are not kept: the findings board
+/// sets them when the restored finding is published again.
+nlohmann::json FindingToJson(const common::Finding& f);
+common::Finding FindingFromJson(const nlohmann::json& in);
+
+}  // namespace efawatch::logs

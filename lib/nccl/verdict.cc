@@ -1,0 +1,44 @@
+#include "lib/nccl/verdict.h"
+
+#include <algorithm>
+
+namespace efawatch::nccl {
+
+Verdict VerdictOf(const Report& report) {
+  const Summary& s = report.summary;
+  Verdict v;
+  v.tcp_fallback = s.tcp_fallback;
+  v.loopback_misuse = s.loopback_misuse;
+  v.net_plugin_missing = s.net_plugin_missing;
+  v.gdr_disabled = s.gdr_disabled;
+  v.network = s.network;
+  v.transport = s.inter_node_transport;
+  v.ofi_provider = s.ofi_provider;
+  v.nccl_version = s.nccl_version;
+  v.processes = report.processes.size();
+  for (const auto& p : report.processes) {
+    v.communicators += p.communicators.size();
+    v.warnings += p.warnings;
+    v.errors += p.errors;
+  }
+  return v;
+}
+
+void FillFromEarlier(Verdict& v, const Verdict& earlier) {
+  v.tcp_fallback = v.tcp_fallback || earlier.tcp_fallback;
+  v.loopback_misuse = v.loopback_misuse || earlier.loopback_misuse;
+  v.net_plugin_missing = v.net_plugin_missing || earlier.net_plugin_missing;
+  v.gdr_disabled = v.gdr_disabled || earlier.gdr_disabled;
+  for (auto [mine, theirs] : {std::pair{&v.network, &earlier.network},
+                              {&v.transport, &earlier.transport},
+                              {&v.ofi_provider, &earlier.ofi_provider},
+                              {&v.nccl_version, &earlier.nccl_version}}) {
+    if (mine->empty() || *mine == "unknown") *mine = *theirs;
+  }
+  v.processes = std::max(v.processes, earlier.processes);
+  v.communicators = std::max(v.communicators, earlier.communicators);
+  v.warnings += earlier.warnings;
+  v.errors += earlier.errors;
+}
+
+}  // namespace efawatch::nccl

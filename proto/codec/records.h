@@ -1,0 +1,34 @@
+#pragma once
+
+#include <chrono>
+
+#include "efawatch/v1/agent.pb.h"
+#include "lib/common/finding.h"
+#include "lib/common/probe_end.h"
+#include "lib/nccl/verdict.h"
+
+// The translation of the agent's records to and from the API's messages, shared by the agent's
+// gRPC edge and the CLI: one function each way per record, so a field added to a record has exactly
+// one place to go here (tests/unit/records checks that every field crosses).
+namespace efawatch::codec {
+
+google::protobuf::Timestamp ToProto(std::chrono::system_clock::time_point t);
+std::chrono::system_clock::time_point FromProto(const google::protobuf::Timestamp& t);
+
+/// The verdict fields of a v1::PodVerdict. warnings and errors are not in the API message (they
+/// are counters on /metrics); FromProto leaves them 0.
+void ToProto(const nccl::Verdict& v, v1::PodVerdict* out);
+nccl::Verdict FromProto(const v1::PodVerdict& in);
+
+void ToProto(const common::Finding& f, v1::Finding* out);
+common::Finding FromProto(const v1::Finding& in);
+
+v1::ProbeEnd ToProto(common::ProbeEnd e);
+/// PROBE_END_UNSPECIFIED (an older agent) reads as completed.
+common::ProbeEnd FromProto(v1::ProbeEnd e);
+
+/// v1::Severity and the agent's Severity share their numbers (proto/efawatch/v1/agent.proto);
+/// anything the agent does not know reads as info.
+common::Severity FromProto(v1::Severity s);
+
+}  // namespace efawatch::codec
