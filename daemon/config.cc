@@ -93,6 +93,7 @@ Setter Millis(std::chrono::milliseconds Config::*field, const std::string& flag,
              [field](Config& c, int64_t n) { c.*field = std::chrono::milliseconds(n); });
 }
 
+// The flag table: one row per flag. function-length: table
 const std::vector<Option>& Options() {
   static const std::vector<Option> opts = {
       {"config", false, "Config file of `key = value` lines (keys are flag names).",
