@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "probes/collective/ops.h"
+#include "proto/codec/collective.h"
 #include "proto/codec/records.h"
 
 namespace efawatch::cli {
@@ -138,7 +139,7 @@ int RunCollective(const AgentConnection& conn_in, const CollectiveArgs& args,
     err << "efawatch collective: --op must be one of " << collective::OpNames() << "\n";
     return 2;
   }
-  req.set_op(op->op);
+  req.set_op(codec::ToProto(op->op));
   auto sizes = collective::ParseSizes(args.sizes);
   if (!sizes.ok()) {
     err << "efawatch collective: --sizes: " << sizes.status().message() << "\n";

@@ -18,6 +18,7 @@
 #include "efawatch/v1/agent.grpc.pb.h"
 #include "lib/common/read_file.h"
 #include "probes/collective/coordinator.h"
+#include "proto/codec/collective.h"
 #include "proto/codec/records.h"
 #include "spdlog/spdlog.h"
 
@@ -268,7 +269,8 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                           const v1::RunCollectiveRequest* request,
                                           v1::CollectiveResult* response) override {
     auto* reactor = ctx->DefaultReactor();
-    auto normalized = collective::Normalize(*request, collective::CollectiveLimits{});
+    auto normalized =
+        collective::Normalize(codec::FromProto(*request), collective::CollectiveLimits{});
     if (!normalized.ok()) {
       reactor->Finish(ToGrpc(normalized.status()));
       return reactor;
@@ -289,7 +291,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
         coordinating_ = false;
       }
       if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
-      *response = *std::move(result);
+      codec::ToProto(*result, response);
       reactor->Finish(grpc::Status::OK);
     });
     return reactor;
@@ -306,12 +308,12 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
       return reactor;
     }
     // Opening the backend takes one fi_getinfo (a fraction of a second), bounded: done inline.
-    auto joined = p->Join(*request);
+    auto joined = p->Join(codec::FromProto(*request));
     if (!joined.ok()) {
       reactor->Finish(ToGrpc(joined.status()));
       return reactor;
     }
-    *response = *std::move(joined);
+    codec::ToProto(*joined, response);
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -326,11 +328,12 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                    "this agent takes part in no collectives"));
       return reactor;
     }
-    p->Start(*request, [reactor, response](absl::StatusOr<v1::RankResult> r) {
-      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
-      *response = *std::move(r);
-      reactor->Finish(grpc::Status::OK);
-    });
+    p->Start(codec::FromProto(*request),
+             [reactor, response](absl::StatusOr<collective::RankResult> r) {
+               if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
+               codec::ToProto(*r, response);
+               reactor->Finish(grpc::Status::OK);
+             });
     return reactor;
   }
 

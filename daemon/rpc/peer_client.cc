@@ -3,8 +3,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
-#include "lib/common/read_file.h"
 #include "efawatch/v1/agent.grpc.pb.h"
+#include "lib/common/read_file.h"
+#include "proto/codec/collective.h"
 
 namespace efawatch::rpc {
 
@@ -98,25 +99,34 @@ absl::StatusOr<Resp> GrpcCollectiveCalls::Call(const std::string& agent, const c
   return response;
 }
 
-absl::StatusOr<v1::JoinCollectiveResponse> GrpcCollectiveCalls::Join(
-    const std::string& agent, const v1::JoinCollectiveRequest& r,
+absl::StatusOr<collective::JoinResponse> GrpcCollectiveCalls::Join(
+    const std::string& agent, const collective::JoinRequest& r, std::chrono::milliseconds timeout) {
+  v1::JoinCollectiveRequest request;
+  codec::ToProto(r, &request);
+  auto response = Call<v1::JoinCollectiveRequest, v1::JoinCollectiveResponse>(
+      agent, "JoinCollective", request, timeout, &v1::Agent::Stub::JoinCollective);
+  if (!response.ok()) return response.status();
+  return codec::FromProto(*response);
+}
+
+absl::StatusOr<collective::RankResult> GrpcCollectiveCalls::Start(
+    const std::string& agent, const collective::StartRequest& r,
     std::chrono::milliseconds timeout) {
-  return Call<v1::JoinCollectiveRequest, v1::JoinCollectiveResponse>(
-      agent, "JoinCollective", r, timeout, &v1::Agent::Stub::JoinCollective);
+  v1::StartCollectiveRequest request;
+  codec::ToProto(r, &request);
+  auto response = Call<v1::StartCollectiveRequest, v1::RankResult>(
+      agent, "StartCollective", request, timeout, &v1::Agent::Stub::StartCollective);
+  if (!response.ok()) return response.status();
+  return codec::FromProto(*response);
 }
 
-absl::StatusOr<v1::RankResult> GrpcCollectiveCalls::Start(const std::string& agent,
-                                                          const v1::StartCollectiveRequest& r,
-                                                          std::chrono::milliseconds timeout) {
-  return Call<v1::StartCollectiveRequest, v1::RankResult>(agent, "StartCollective", r, timeout,
-                                                          &v1::Agent::Stub::StartCollective);
-}
-
-void GrpcCollectiveCalls::Abort(const std::string& agent, const v1::AbortCollectiveRequest& r,
+void GrpcCollectiveCalls::Abort(const std::string& agent, const collective::AbortRequest& r,
                                 std::chrono::milliseconds timeout) {
+  v1::AbortCollectiveRequest request;
+  codec::ToProto(r, &request);
   // Best effort: a participant that cannot be told ends at its own deadline.
   (void)Call<v1::AbortCollectiveRequest, v1::AbortCollectiveResponse>(
-      agent, "AbortCollective", r, timeout, &v1::Agent::Stub::AbortCollective);
+      agent, "AbortCollective", request, timeout, &v1::Agent::Stub::AbortCollective);
 }
 
 void GrpcCollectiveCalls::CancelAll() {

@@ -72,13 +72,13 @@ class GrpcPeerLookup final : public mesh::PeerLookup {
 class GrpcCollectiveCalls final : public collective::ParticipantCalls {
  public:
   explicit GrpcCollectiveCalls(PeerChannels& channels) : channels_(channels) {}
-  absl::StatusOr<v1::JoinCollectiveResponse> Join(const std::string& agent,
-                                                  const v1::JoinCollectiveRequest& r,
-                                                  std::chrono::milliseconds timeout) override;
-  absl::StatusOr<v1::RankResult> Start(const std::string& agent,
-                                       const v1::StartCollectiveRequest& r,
-                                       std::chrono::milliseconds timeout) override;
-  void Abort(const std::string& agent, const v1::AbortCollectiveRequest& r,
+  absl::StatusOr<collective::JoinResponse> Join(const std::string& agent,
+                                                const collective::JoinRequest& r,
+                                                std::chrono::milliseconds timeout) override;
+  absl::StatusOr<collective::RankResult> Start(const std::string& agent,
+                                               const collective::StartRequest& r,
+                                               std::chrono::milliseconds timeout) override;
+  void Abort(const std::string& agent, const collective::AbortRequest& r,
              std::chrono::milliseconds timeout) override;
   void CancelAll();
 

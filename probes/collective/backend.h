@@ -8,7 +8,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "efawatch/v1/agent.pb.h"
 #include "probes/collective/ops.h"
 
 namespace efawatch::collective {
@@ -20,20 +19,20 @@ class RankBackend {
  public:
   virtual ~RankBackend() = default;
   /// What Join answers: the fabric address (host), the provider, ranks run here, NCCL's id.
-  virtual void Describe(v1::JoinCollectiveResponse* out) const = 0;
+  virtual void Describe(JoinResponse* out) const = 0;
   /// Wires the ranks together (host: neighbours' addresses; NCCL: communicator init).
-  virtual absl::Status Connect(const v1::StartCollectiveRequest& start, const std::stop_token& stop,
+  virtual absl::Status Connect(const StartRequest& start, const std::stop_token& stop,
                                std::chrono::steady_clock::time_point deadline) = 0;
   /// One size: warm-up, timed iterations, data check. Per-rank mean time.
-  virtual absl::StatusOr<v1::SizeTiming> Run(const OpInfo& op, uint64_t size, uint32_t warmup,
-                                             uint32_t iters, const std::stop_token& stop,
-                                             std::chrono::steady_clock::time_point deadline) = 0;
+  virtual absl::StatusOr<SizeTiming> Run(const OpInfo& op, uint64_t size, uint32_t warmup,
+                                         uint32_t iters, const std::stop_token& stop,
+                                         std::chrono::steady_clock::time_point deadline) = 0;
   /// Adds what the backend observed (NCCL: its own log, analyzed) to the rank's result.
-  virtual void Observe(v1::RankResult* /*out*/) {}
+  virtual void Observe(RankResult* /*out*/) {}
 };
 
 /// Makes a backend for a join request (the NCCL factory exists only in CUDA builds).
 using BackendFactory =
-    std::function<absl::StatusOr<std::unique_ptr<RankBackend>>(const v1::JoinCollectiveRequest&)>;
+    std::function<absl::StatusOr<std::unique_ptr<RankBackend>>(const JoinRequest&)>;
 
 }  // namespace efawatch::collective

@@ -38,78 +38,75 @@ void ForEach(size_t n, F f) {
 
 }  // namespace
 
-absl::StatusOr<v1::RunCollectiveRequest> Normalize(v1::RunCollectiveRequest r,
-                                                   const CollectiveLimits& limits) {
-  if (r.participants().empty()) {
+absl::StatusOr<RunRequest> Normalize(RunRequest r, const CollectiveLimits& limits) {
+  if (r.participants.empty()) {
     return absl::InvalidArgumentError("give the participants (host:port of each agent)");
   }
   std::set<std::string> seen;
-  for (const auto& p : r.participants()) {
+  for (const auto& p : r.participants) {
     if (p.empty() || !seen.insert(p).second) {
       return absl::InvalidArgumentError(absl::StrCat("participant '", p, "' is empty or repeated"));
     }
   }
-  if (r.backend() == v1::COLLECTIVE_BACKEND_UNSPECIFIED) r.set_backend(v1::HOST);
-  if (r.sizes().empty()) {
-    for (uint64_t s : {1ull << 20, 4ull << 20, 16ull << 20}) r.add_sizes(s);
+  if (r.backend == Backend::kUnspecified) r.backend = Backend::kHost;
+  if (r.sizes.empty()) {
+    for (uint64_t s : {1ull << 20, 4ull << 20, 16ull << 20}) r.sizes.push_back(s);
   }
-  if (r.warmup() == 0) r.set_warmup(2);
-  if (r.iters() == 0) r.set_iters(10);
-  if (r.deadline_ms() == 0) r.set_deadline_ms(60000);
-  const OpInfo* op = FindOp(r.op());
+  if (r.warmup == 0) r.warmup = 2;
+  if (r.iters == 0) r.iters = 10;
+  if (r.deadline_ms == 0) r.deadline_ms = 60000;
+  const OpInfo* op = FindOp(r.op);
   if (op == nullptr)
     return absl::InvalidArgumentError(absl::StrCat("op must be one of ", OpNames()));
-  const auto n = static_cast<uint32_t>(r.participants().size());
-  if (r.backend() == v1::HOST) {
-    for (auto& s : *r.mutable_sizes()) s = RoundSize(s, n, *op);
+  const auto n = static_cast<uint32_t>(r.participants.size());
+  if (r.backend == Backend::kHost) {
+    for (auto& s : r.sizes) s = RoundSize(s, n, *op);
   }
   // The participants check the same limits; checking here answers before any network work.
-  v1::JoinCollectiveRequest probe;
-  probe.set_rank(0);
-  probe.set_nranks(n);
-  probe.set_op(r.op());
-  probe.set_backend(r.backend());
-  *probe.mutable_sizes() = r.sizes();
-  probe.set_warmup(r.warmup());
-  probe.set_iters(r.iters());
-  probe.set_deadline_ms(r.deadline_ms());
+  JoinRequest probe;
+  probe.rank = 0;
+  probe.nranks = n;
+  probe.op = r.op;
+  probe.backend = r.backend;
+  probe.sizes = r.sizes;
+  probe.warmup = r.warmup;
+  probe.iters = r.iters;
+  probe.deadline_ms = r.deadline_ms;
   if (auto st = ValidateJoin(probe, limits); !st.ok()) return st;
   return r;
 }
 
-absl::StatusOr<v1::CollectiveResult> RunCollective(const v1::RunCollectiveRequest& in,
-                                                   const CollectiveLimits& limits,
-                                                   ParticipantCalls& calls) {
+absl::StatusOr<Result> RunCollective(const RunRequest& in, const CollectiveLimits& limits,
+                                     ParticipantCalls& calls) {
   auto normalized = Normalize(in, limits);
   if (!normalized.ok()) return normalized.status();
-  const v1::RunCollectiveRequest& r = *normalized;
+  const RunRequest& r = *normalized;
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::milliseconds(r.deadline_ms());
-  const size_t n = r.participants().size();
+  const auto deadline = start + std::chrono::milliseconds(r.deadline_ms);
+  const size_t n = r.participants.size();
   const std::string session = NewSession();
-  auto name = [&](size_t i) { return absl::StrCat(r.participants(i), " (rank ", i, ")"); };
+  auto name = [&](size_t i) { return absl::StrCat(r.participants[i], " (rank ", i, ")"); };
 
   // Join.
-  std::vector<absl::StatusOr<v1::JoinCollectiveResponse>> joins(n,
-                                                                absl::UnknownError("not joined"));
+  std::vector<absl::StatusOr<JoinResponse>> joins(n, absl::UnknownError("not joined"));
   ForEach(n, [&](size_t i) {
-    v1::JoinCollectiveRequest j;
-    j.set_session(session);
-    j.set_rank(static_cast<uint32_t>(i));
-    j.set_nranks(static_cast<uint32_t>(n));
-    j.set_op(r.op());
-    *j.mutable_sizes() = r.sizes();
-    j.set_backend(r.backend());
-    j.set_warmup(r.warmup());
-    j.set_iters(r.iters());
-    j.set_deadline_ms(static_cast<uint32_t>(Left(deadline).count()));
-    joins[i] = calls.Join(r.participants(i), j, Left(deadline));
+    JoinRequest j;
+    j.session = session;
+    j.rank = static_cast<uint32_t>(i);
+    j.nranks = static_cast<uint32_t>(n);
+    j.op = r.op;
+    j.sizes = r.sizes;
+    j.backend = r.backend;
+    j.warmup = r.warmup;
+    j.iters = r.iters;
+    j.deadline_ms = static_cast<uint32_t>(Left(deadline).count());
+    joins[i] = calls.Join(r.participants[i], j, Left(deadline));
   });
-  v1::AbortCollectiveRequest abort;
-  abort.set_session(session);
+  AbortRequest abort;
+  abort.session = session;
   auto abort_all = [&](const std::string& reason) {
-    abort.set_reason(reason);
-    ForEach(n, [&](size_t i) { calls.Abort(r.participants(i), abort, kGrace); });
+    abort.reason = reason;
+    ForEach(n, [&](size_t i) { calls.Abort(r.participants[i], abort, kGrace); });
   };
   for (size_t i = 0; i < n; ++i) {
     if (!joins[i].ok()) {
@@ -121,24 +118,24 @@ absl::StatusOr<v1::CollectiveResult> RunCollective(const v1::RunCollectiveReques
   }
 
   // Start: ranks by position; NCCL agents run one rank per GPU from their offset.
-  v1::StartCollectiveRequest base;
-  base.set_session(session);
+  StartRequest base;
+  base.session = session;
   uint32_t nranks = 0;
   std::vector<uint32_t> offset(n);
   for (size_t i = 0; i < n; ++i) {
     offset[i] = nranks;
-    nranks += std::max(1u, joins[i]->local_ranks());
-    base.add_fabric_addresses(joins[i]->fabric_address());
+    nranks += std::max(1u, joins[i]->local_ranks);
+    base.fabric_addresses.push_back(joins[i]->fabric_address);
   }
-  base.set_nranks(nranks);
-  base.set_nccl_unique_id(joins[0]->nccl_unique_id());
-  std::vector<absl::StatusOr<v1::RankResult>> results(n, absl::UnknownError("not started"));
+  base.nranks = nranks;
+  base.nccl_unique_id = joins[0]->nccl_unique_id;
+  std::vector<absl::StatusOr<RankResult>> results(n, absl::UnknownError("not started"));
   std::mutex mu;
   std::optional<size_t> first_failure;
   ForEach(n, [&](size_t i) {
-    v1::StartCollectiveRequest s = base;
-    s.set_rank(offset[i]);
-    results[i] = calls.Start(r.participants(i), s, Left(deadline) + kGrace);
+    StartRequest s = base;
+    s.rank = offset[i];
+    results[i] = calls.Start(r.participants[i], s, Left(deadline) + kGrace);
     if (results[i].ok()) return;
     bool first = false;
     {
@@ -180,41 +177,40 @@ absl::StatusOr<v1::CollectiveResult> RunCollective(const v1::RunCollectiveReques
   }
 
   // Rows: the mean time over ranks (nccl-tests' default), wrong elements summed.
-  const OpInfo* op = FindOp(r.op());
-  v1::CollectiveResult out;
-  out.set_op(r.op());
-  out.set_backend(r.backend());
-  out.set_nranks(nranks);
-  out.set_provider(joins[0]->provider());
+  const OpInfo* op = FindOp(r.op);
+  Result out;
+  out.op = r.op;
+  out.backend = r.backend;
+  out.nranks = nranks;
+  out.provider = joins[0]->provider;
   for (size_t i = 0; i < n; ++i) {
-    out.add_nodes(joins[i]->node_name());
-    *out.add_ranks() = *results[i];
+    out.nodes.push_back(joins[i]->node_name);
+    out.ranks.push_back(*results[i]);
   }
   double busbw_sum = 0;
-  for (int k = 0; k < r.sizes().size(); ++k) {
+  for (size_t k = 0; k < r.sizes.size(); ++k) {
     double time_sum = 0;
     uint64_t wrong = 0, size = 0;
     int ranks_with = 0;
     for (const auto& res : results) {
-      if (k >= res->timings().size()) continue;
-      time_sum += res->timings(k).time_us();
-      wrong += res->timings(k).wrong();
-      size = res->timings(k).size();
+      if (k >= res->timings.size()) continue;
+      time_sum += res->timings[k].time_us;
+      wrong += res->timings[k].wrong;
+      size = res->timings[k].size;
       ++ranks_with;
     }
     if (ranks_with == 0) continue;
-    v1::CollectiveRow* row = out.add_rows();
-    row->set_size(size);
-    row->set_count(op->Count(size, nranks));
-    row->set_time_us(time_sum / ranks_with);
-    row->set_algbw_gbps(row->time_us() > 0 ? static_cast<double>(size) / (row->time_us() * 1e3)
-                                           : 0);
-    row->set_busbw_gbps(row->algbw_gbps() * op->BusFactor(nranks));
-    row->set_wrong(wrong);
-    busbw_sum += row->busbw_gbps();
+    Row* row = &out.rows.emplace_back();
+    row->size = size;
+    row->count = op->Count(size, nranks);
+    row->time_us = time_sum / ranks_with;
+    row->algbw_gbps = row->time_us > 0 ? static_cast<double>(size) / (row->time_us * 1e3) : 0;
+    row->busbw_gbps = row->algbw_gbps * op->BusFactor(nranks);
+    row->wrong = wrong;
+    busbw_sum += row->busbw_gbps;
   }
-  if (out.rows_size() > 0) out.set_avg_busbw_gbps(busbw_sum / out.rows_size());
-  out.set_elapsed_seconds(std::chrono::duration<double>(Clock::now() - start).count());
+  if (out.rows.size() > 0) out.avg_busbw_gbps = busbw_sum / static_cast<double>(out.rows.size());
+  out.elapsed_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }
 

@@ -200,7 +200,7 @@ absl::Status HostRing::Exchange(const float* send, uint64_t n_send, uint64_t n_r
 
 void HostRing::Fill(const OpInfo& op, uint64_t elements) {
   float* d = reinterpret_cast<float*>(data_->data());
-  if (op.op == v1::ALL_GATHER) {
+  if (op.op == Op::kAllGather) {
     const auto [b, e] = Chunk(elements, rank_);
     for (uint64_t i = b; i < e; ++i) d[i] = GatherValue(rank_, i - b);
   } else {
@@ -213,16 +213,16 @@ uint64_t HostRing::Check(const OpInfo& op, uint64_t elements) const {
   const float ranks_sum = static_cast<float>(nranks_) * static_cast<float>(nranks_ + 1) / 2;
   uint64_t wrong = 0;
   switch (op.op) {
-    case v1::ALL_REDUCE:
+    case Op::kAllReduce:
       for (uint64_t i = 0; i < elements; ++i) wrong += d[i] != ranks_sum * ((i % 7) + 1);
       break;
-    case v1::ALL_GATHER:
+    case Op::kAllGather:
       for (uint32_t c = 0; c < nranks_; ++c) {
         const auto [b, e] = Chunk(elements, c);
         for (uint64_t i = b; i < e; ++i) wrong += d[i] != GatherValue(c, i - b);
       }
       break;
-    case v1::REDUCE_SCATTER: {
+    case Op::kReduceScatter: {
       const auto [b, e] = Chunk(elements, rank_);
       for (uint64_t i = b; i < e; ++i) wrong += d[i] != ranks_sum * ((i % 7) + 1);
       break;
@@ -240,8 +240,8 @@ absl::Status HostRing::Iteration(const OpInfo& op, uint64_t elements, const std:
   auto mod = [n](int64_t x) { return static_cast<uint32_t>(((x % n) + n) % n); };
   const int64_t r = rank_;
   // Reduce-scatter: after n-1 steps rank r holds the sum of chunk (r + shift) mod n.
-  if (op.op == v1::ALL_REDUCE || op.op == v1::REDUCE_SCATTER) {
-    const int64_t shift = op.op == v1::REDUCE_SCATTER ? -1 : 0;
+  if (op.op == Op::kAllReduce || op.op == Op::kReduceScatter) {
+    const int64_t shift = op.op == Op::kReduceScatter ? -1 : 0;
     for (uint32_t s = 0; s + 1 < n; ++s) {
       const auto [sb, se] = Chunk(elements, mod(r - s + shift));
       const auto [rb, re] = Chunk(elements, mod(r - s - 1 + shift));
@@ -252,8 +252,8 @@ absl::Status HostRing::Iteration(const OpInfo& op, uint64_t elements, const std:
   }
   // All-gather: pass the owned chunks around the ring. After the all-reduce's reduce-scatter,
   // rank r owns chunk r+1; in a plain all_gather it owns chunk r.
-  if (op.op == v1::ALL_REDUCE || op.op == v1::ALL_GATHER) {
-    const int64_t owned = op.op == v1::ALL_REDUCE ? r + 1 : r;
+  if (op.op == Op::kAllReduce || op.op == Op::kAllGather) {
+    const int64_t owned = op.op == Op::kAllReduce ? r + 1 : r;
     for (uint32_t s = 0; s + 1 < n; ++s) {
       const auto [sb, se] = Chunk(elements, mod(owned - s));
       const auto [rb, re] = Chunk(elements, mod(owned - s - 1));
@@ -264,9 +264,9 @@ absl::Status HostRing::Iteration(const OpInfo& op, uint64_t elements, const std:
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::SizeTiming> HostRing::Run(const OpInfo& op, uint64_t size, uint32_t warmup,
-                                             uint32_t iters, const std::stop_token& stop,
-                                             std::chrono::steady_clock::time_point deadline) {
+absl::StatusOr<SizeTiming> HostRing::Run(const OpInfo& op, uint64_t size, uint32_t warmup,
+                                         uint32_t iters, const std::stop_token& stop,
+                                         std::chrono::steady_clock::time_point deadline) {
   if (!op.host) {
     return absl::InvalidArgumentError(
         absl::StrCat("the host backend does not run ", std::string(op.name)));
@@ -280,10 +280,10 @@ absl::StatusOr<v1::SizeTiming> HostRing::Run(const OpInfo& op, uint64_t size, ui
     if (auto st = Iteration(op, elements, stop, deadline); !st.ok()) return st;
     if (i >= warmup) timed += std::chrono::steady_clock::now() - t0;
   }
-  v1::SizeTiming t;
-  t.set_size(size);
-  t.set_time_us(std::chrono::duration<double, std::micro>(timed).count() / std::max(1u, iters));
-  t.set_wrong(Check(op, elements));
+  SizeTiming t;
+  t.size = size;
+  t.time_us = std::chrono::duration<double, std::micro>(timed).count() / std::max(1u, iters);
+  t.wrong = Check(op, elements);
   return t;
 }
 

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "efawatch/v1/agent.pb.h"
 #include "probes/collective/ops.h"
 #include "probes/fabric/endpoint.h"
 
@@ -40,9 +39,9 @@ class HostRing {
   /// Runs `warmup` untimed and `iters` timed iterations of `op` on `size` bytes, then checks the
   /// data of the last one. Returns an error when a neighbour stops answering by `deadline`, or
   /// when `stop` is requested (abort).
-  absl::StatusOr<v1::SizeTiming> Run(const OpInfo& op, uint64_t size, uint32_t warmup,
-                                     uint32_t iters, const std::stop_token& stop,
-                                     std::chrono::steady_clock::time_point deadline);
+  absl::StatusOr<SizeTiming> Run(const OpInfo& op, uint64_t size, uint32_t warmup, uint32_t iters,
+                                 const std::stop_token& stop,
+                                 std::chrono::steady_clock::time_point deadline);
 
  private:
   HostRing() = default;

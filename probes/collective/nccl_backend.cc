@@ -54,7 +54,7 @@ float GatherValue(uint64_t rank, uint64_t j) { return static_cast<float>(rank * 
 
 class NcclBackend final : public RankBackend {
  public:
-  static absl::StatusOr<std::unique_ptr<RankBackend>> Create(const v1::JoinCollectiveRequest& j,
+  static absl::StatusOr<std::unique_ptr<RankBackend>> Create(const JoinRequest& j,
                                                              const NcclBackendOptions& o) {
     auto b = std::unique_ptr<NcclBackend>(new NcclBackend());
     b->log_ = SetUpNcclLog(o.log_dir);
@@ -67,8 +67,8 @@ class NcclBackend final : public RankBackend {
     if (devices == 0) return absl::FailedPreconditionError("no GPU for the NCCL backend");
     b->gpus_ = devices;
     b->max_bytes_ = 0;
-    for (uint64_t s : j.sizes()) b->max_bytes_ = std::max<uint64_t>(b->max_bytes_, s);
-    if (j.rank() == 0) {  // the first participant's agent hands out the communicator id
+    for (uint64_t s : j.sizes) b->max_bytes_ = std::max<uint64_t>(b->max_bytes_, s);
+    if (j.rank == 0) {  // the first participant's agent hands out the communicator id
       if (ncclResult_t r = ncclGetUniqueId(&b->id_); r != ncclSuccess) {
         return NcclError("ncclGetUniqueId", r);
       }
@@ -98,20 +98,20 @@ class NcclBackend final : public RankBackend {
     if (stop_ != nullptr) cudaEventDestroy(stop_);
   }
 
-  void Describe(v1::JoinCollectiveResponse* out) const override {
-    out->set_local_ranks(static_cast<uint32_t>(gpus_));
-    out->set_provider("nccl");
-    if (have_id_) out->set_nccl_unique_id(std::string(id_.internal, NCCL_UNIQUE_ID_BYTES));
+  void Describe(JoinResponse* out) const override {
+    out->local_ranks = static_cast<uint32_t>(gpus_);
+    out->provider = "nccl";
+    if (have_id_) out->nccl_unique_id = std::string(id_.internal, NCCL_UNIQUE_ID_BYTES);
   }
 
-  absl::Status Connect(const v1::StartCollectiveRequest& start, const std::stop_token& stop,
+  absl::Status Connect(const StartRequest& start, const std::stop_token& stop,
                        Clock::time_point deadline) override {
-    if (start.nccl_unique_id().size() != NCCL_UNIQUE_ID_BYTES) {
+    if (start.nccl_unique_id.size() != NCCL_UNIQUE_ID_BYTES) {
       return absl::InvalidArgumentError("NCCL unique id missing or malformed");
     }
-    std::memcpy(id_.internal, start.nccl_unique_id().data(), NCCL_UNIQUE_ID_BYTES);
-    nranks_ = static_cast<int>(start.nranks());
-    first_rank_ = static_cast<int>(start.rank());
+    std::memcpy(id_.internal, start.nccl_unique_id.data(), NCCL_UNIQUE_ID_BYTES);
+    nranks_ = static_cast<int>(start.nranks);
+    first_rank_ = static_cast<int>(start.rank);
     comms_.assign(gpus_, nullptr);
     streams_.assign(gpus_, nullptr);
     send_.assign(gpus_, nullptr);
@@ -153,9 +153,8 @@ class NcclBackend final : public RankBackend {
     return WaitComms("communicator init", stop, deadline);
   }
 
-  absl::StatusOr<v1::SizeTiming> Run(const OpInfo& op, uint64_t size, uint32_t warmup,
-                                     uint32_t iters, const std::stop_token& stop,
-                                     Clock::time_point deadline) override {
+  absl::StatusOr<SizeTiming> Run(const OpInfo& op, uint64_t size, uint32_t warmup, uint32_t iters,
+                                 const std::stop_token& stop, Clock::time_point deadline) override {
     const uint64_t count = op.Count(size, static_cast<uint32_t>(nranks_));
     if (count == 0) return absl::InvalidArgumentError("size below one element per rank");
     const uint64_t total = op.per_rank_chunks ? count * nranks_ : count;
@@ -175,18 +174,18 @@ class NcclBackend final : public RankBackend {
     if (auto st = Sync(stop, deadline); !st.ok()) return st;
     float ms = 0;
     cudaEventElapsedTime(&ms, start_, stop_);
-    v1::SizeTiming t;
-    t.set_size((op.per_rank_chunks ? count * nranks_ : count) * 4);
-    t.set_time_us(static_cast<double>(ms) * 1e3 / std::max(1u, iters));
+    SizeTiming t;
+    t.size = (op.per_rank_chunks ? count * nranks_ : count) * 4;
+    t.time_us = static_cast<double>(ms) * 1e3 / std::max(1u, iters);
     auto wrong = Check(op, count);
     if (!wrong.ok()) return wrong.status();
-    t.set_wrong(*wrong);
+    t.wrong = *wrong;
     return t;
   }
 
-  void Observe(v1::RankResult* out) override {
-    *out->mutable_nccl() = ObserveNcclLog(log_, log_offset_);
-    out->set_provider(out->nccl().ofi_provider());
+  void Observe(RankResult* out) override {
+    out->nccl = ObserveNcclLog(log_, log_offset_);
+    out->provider = out->nccl->verdict.ofi_provider;
   }
 
  private:
@@ -226,13 +225,13 @@ class NcclBackend final : public RankBackend {
       float* r = static_cast<float*>(recv_[g]);
       ncclResult_t res = ncclSuccess;
       switch (op.op) {
-        case v1::ALL_REDUCE:
+        case Op::kAllReduce:
           res = ncclAllReduce(s, r, count, ncclFloat, ncclSum, comms_[g], streams_[g]);
           break;
-        case v1::ALL_GATHER:
+        case Op::kAllGather:
           res = ncclAllGather(s, r, count, ncclFloat, comms_[g], streams_[g]);
           break;
-        case v1::REDUCE_SCATTER:
+        case Op::kReduceScatter:
           res = ncclReduceScatter(s, r, count, ncclFloat, ncclSum, comms_[g], streams_[g]);
           break;
         default:
@@ -279,14 +278,14 @@ class NcclBackend final : public RankBackend {
   }
 
   absl::Status Fill(const OpInfo& op, uint64_t count) {
-    const uint64_t in_elems = op.op == v1::REDUCE_SCATTER ? count * nranks_ : count;
+    const uint64_t in_elems = op.op == Op::kReduceScatter ? count * nranks_ : count;
     std::vector<float> host(in_elems);
     for (int g = 0; g < gpus_; ++g) {
       const uint64_t rank = first_rank_ + g;
       for (uint64_t i = 0; i < in_elems; ++i) {
-        host[i] = op.op == v1::ALL_GATHER  ? GatherValue(rank, i)
-                  : op.op == v1::BROADCAST ? (rank == 0 ? static_cast<float>((i % 5) + 1) : 0.f)
-                                           : ReduceInput(rank, i);
+        host[i] = op.op == Op::kAllGather   ? GatherValue(rank, i)
+                  : op.op == Op::kBroadcast ? (rank == 0 ? static_cast<float>((i % 5) + 1) : 0.f)
+                                            : ReduceInput(rank, i);
       }
       cudaSetDevice(g);
       if (auto e = cudaMemcpy(send_[g], host.data(), in_elems * 4, cudaMemcpyHostToDevice);
@@ -298,7 +297,7 @@ class NcclBackend final : public RankBackend {
   }
 
   absl::StatusOr<uint64_t> Check(const OpInfo& op, uint64_t count) {
-    const uint64_t out_elems = op.op == v1::ALL_GATHER ? count * nranks_ : count;
+    const uint64_t out_elems = op.op == Op::kAllGather ? count * nranks_ : count;
     std::vector<float> host(out_elems);
     const float n = static_cast<float>(nranks_);
     uint64_t wrong = 0;
@@ -312,13 +311,13 @@ class NcclBackend final : public RankBackend {
       for (uint64_t i = 0; i < out_elems; ++i) {
         float want = 0;
         switch (op.op) {
-          case v1::ALL_REDUCE:
+          case Op::kAllReduce:
             want = n * (n + 1) / 2 * static_cast<float>((i % 7) + 1);
             break;
-          case v1::ALL_GATHER:
+          case Op::kAllGather:
             want = GatherValue(i / count, i % count);
             break;
-          case v1::REDUCE_SCATTER:
+          case Op::kReduceScatter:
             want = n * (n + 1) / 2 * static_cast<float>(((rank * count + i) % 7) + 1);
             break;
           default:
@@ -351,7 +350,7 @@ class NcclBackend final : public RankBackend {
 bool NcclBackendBuilt() { return true; }
 
 BackendFactory NcclBackendFactory(const NcclBackendOptions& options) {
-  return [options](const v1::JoinCollectiveRequest& j) { return NcclBackend::Create(j, options); };
+  return [options](const JoinRequest& j) { return NcclBackend::Create(j, options); };
 }
 
 }  // namespace efawatch::collective

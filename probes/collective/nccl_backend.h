@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <string>
 
-#include "efawatch/v1/agent.pb.h"
 #include "probes/collective/backend.h"
 
 namespace efawatch::collective {
@@ -25,6 +24,6 @@ BackendFactory NcclBackendFactory(const NcclBackendOptions& options);
 
 /// Reads `path` from byte `offset` (what NCCL wrote during one probe) and says what NCCL picked:
 /// network, transport, provider, version and findings, with the analyzer of lib/nccl.
-v1::NcclObservation ObserveNcclLog(const std::filesystem::path& path, uint64_t offset);
+NcclObservation ObserveNcclLog(const std::filesystem::path& path, uint64_t offset);
 
 }  // namespace efawatch::collective

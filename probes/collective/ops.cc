@@ -9,10 +9,10 @@ namespace efawatch::collective {
 namespace {
 
 const OpInfo kOps[] = {
-    {v1::ALL_REDUCE, "all_reduce", false, true},
-    {v1::ALL_GATHER, "all_gather", true, true},
-    {v1::REDUCE_SCATTER, "reduce_scatter", true, true},
-    {v1::BROADCAST, "broadcast", false, false},
+    {Op::kAllReduce, "all_reduce", false, true},
+    {Op::kAllGather, "all_gather", true, true},
+    {Op::kReduceScatter, "reduce_scatter", true, true},
+    {Op::kBroadcast, "broadcast", false, false},
 };
 
 absl::StatusOr<uint64_t> ParseSize(absl::string_view s) {
@@ -48,10 +48,10 @@ absl::StatusOr<uint64_t> ParseSize(absl::string_view s) {
 double OpInfo::BusFactor(uint32_t nranks) const {
   const double n = nranks;
   switch (op) {
-    case v1::ALL_REDUCE:
+    case Op::kAllReduce:
       return 2.0 * (n - 1) / n;
-    case v1::ALL_GATHER:
-    case v1::REDUCE_SCATTER:
+    case Op::kAllGather:
+    case Op::kReduceScatter:
       return (n - 1) / n;
     default:
       return 1.0;
@@ -62,7 +62,7 @@ uint64_t OpInfo::Count(uint64_t size, uint32_t nranks) const {
   return per_rank_chunks ? size / 4 / nranks : size / 4;
 }
 
-const OpInfo* FindOp(v1::CollectiveOp op) {
+const OpInfo* FindOp(Op op) {
   for (const OpInfo& o : kOps) {
     if (o.op == op) return &o;
   }

@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "efawatch/v1/agent.pb.h"
+#include "probes/collective/types.h"
 
 namespace efawatch::collective {
 
 /// One collective's bookkeeping, as nccl-tests does it (../shared reference: nccl-tests section).
 /// Sizes are nccl-tests' S in bytes; elements are float32.
 struct OpInfo {
-  v1::CollectiveOp op;
+  Op op;
   std::string_view name;  ///< all_reduce, all_gather, reduce_scatter, broadcast
   bool per_rank_chunks;   ///< S covers all ranks (count = S / 4 / n) rather than one (S / 4)
   bool host;              ///< The host backend implements it.
@@ -24,7 +24,7 @@ struct OpInfo {
   uint64_t Count(uint64_t size, uint32_t nranks) const;
 };
 
-const OpInfo* FindOp(v1::CollectiveOp op);
+const OpInfo* FindOp(Op op);
 const OpInfo* FindOp(std::string_view name);
 /// "all_reduce, all_gather, ..." for messages.
 std::string OpNames();

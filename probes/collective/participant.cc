@@ -4,39 +4,39 @@
 
 namespace efawatch::collective {
 
-absl::Status ValidateJoin(const v1::JoinCollectiveRequest& j, const CollectiveLimits& limits) {
-  const OpInfo* op = FindOp(j.op());
+absl::Status ValidateJoin(const JoinRequest& j, const CollectiveLimits& limits) {
+  const OpInfo* op = FindOp(j.op);
   if (op == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("op must be one of ", OpNames()));
   }
-  if (j.backend() != v1::HOST && j.backend() != v1::NCCL) {
+  if (j.backend != Backend::kHost && j.backend != Backend::kNccl) {
     return absl::InvalidArgumentError("backend must be host or nccl");
   }
-  if (j.backend() == v1::HOST && !op->host) {
+  if (j.backend == Backend::kHost && !op->host) {
     return absl::InvalidArgumentError(
         absl::StrCat("the host backend runs all_reduce, all_gather and reduce_scatter, not ",
                      std::string(op->name)));
   }
-  if (j.nranks() == 0 || j.nranks() > limits.max_participants || j.rank() >= j.nranks()) {
+  if (j.nranks == 0 || j.nranks > limits.max_participants || j.rank >= j.nranks) {
     return absl::InvalidArgumentError(
-        absl::StrCat("rank ", j.rank(), " of ", j.nranks(),
+        absl::StrCat("rank ", j.rank, " of ", j.nranks,
                      ": need 0 <= rank < nranks <= ", limits.max_participants));
   }
-  if (j.sizes().empty() || static_cast<size_t>(j.sizes().size()) > limits.max_sizes) {
+  if (j.sizes.empty() || static_cast<size_t>(j.sizes.size()) > limits.max_sizes) {
     return absl::InvalidArgumentError(absl::StrCat("give 1 to ", limits.max_sizes, " sizes"));
   }
-  const uint64_t max = j.backend() == v1::HOST ? limits.max_host_size : limits.max_nccl_size;
-  for (uint64_t s : j.sizes()) {
+  const uint64_t max = j.backend == Backend::kHost ? limits.max_host_size : limits.max_nccl_size;
+  for (uint64_t s : j.sizes) {
     if (s == 0 || s > max) {
       return absl::InvalidArgumentError(
           absl::StrCat("size ", s, " out of range: 1 to ", max, " bytes for this backend"));
     }
   }
-  if (j.iters() == 0 || j.iters() > limits.max_iters || j.warmup() > limits.max_warmup) {
+  if (j.iters == 0 || j.iters > limits.max_iters || j.warmup > limits.max_warmup) {
     return absl::InvalidArgumentError(
         absl::StrCat("iters must be 1 to ", limits.max_iters, ", warmup 0 to ", limits.max_warmup));
   }
-  if (j.deadline_ms() == 0 || j.deadline_ms() > limits.max_deadline.count()) {
+  if (j.deadline_ms == 0 || j.deadline_ms > limits.max_deadline.count()) {
     return absl::InvalidArgumentError(
         absl::StrCat("deadline must be 1 to ", limits.max_deadline.count(), " ms"));
   }
@@ -63,11 +63,10 @@ void Participant::ReclaimExpiredLocked() {
   }
 }
 
-absl::StatusOr<v1::JoinCollectiveResponse> Participant::Join(
-    const v1::JoinCollectiveRequest& request) {
+absl::StatusOr<JoinResponse> Participant::Join(const JoinRequest& request) {
   if (auto st = ValidateJoin(request, limits_); !st.ok()) return st;
-  if (request.session().empty()) return absl::InvalidArgumentError("session is empty");
-  const BackendFactory& make = request.backend() == v1::NCCL ? nccl_ : host_;
+  if (request.session.empty()) return absl::InvalidArgumentError("session is empty");
+  const BackendFactory& make = request.backend == Backend::kNccl ? nccl_ : host_;
   if (!make) {
     return absl::FailedPreconditionError(
         "this agent was built without CUDA/NCCL: the nccl backend is not available here");
@@ -77,14 +76,14 @@ absl::StatusOr<v1::JoinCollectiveResponse> Participant::Join(
     ReclaimExpiredLocked();
     if (session_) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("node ", node_name_, " is already in collective ", session_->join.session(),
+          absl::StrCat("node ", node_name_, " is already in collective ", session_->join.session,
                        ": one at a time per node"));
     }
     // Claim the node before the (slow) backend setup, so two joins cannot both pass.
     session_ = std::make_shared<Session>();
     session_->join = request;
     session_->deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(request.deadline_ms());
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(request.deadline_ms);
   }
   auto backend = make(request);
   std::lock_guard lock(mu_);
@@ -93,19 +92,19 @@ absl::StatusOr<v1::JoinCollectiveResponse> Participant::Join(
     return backend.status();
   }
   session_->backend = *std::move(backend);
-  v1::JoinCollectiveResponse out;
+  JoinResponse out;
   session_->backend->Describe(&out);
-  out.set_node_name(node_name_);
+  out.node_name = node_name_;
   return out;
 }
 
-void Participant::Start(const v1::StartCollectiveRequest& request, Done done) {
+void Participant::Start(const StartRequest& request, Done done) {
   std::shared_ptr<Session> s;
   {
     std::lock_guard lock(mu_);
-    if (!session_ || session_->join.session() != request.session() || !session_->backend) {
+    if (!session_ || session_->join.session != request.session || !session_->backend) {
       done(absl::FailedPreconditionError(
-          absl::StrCat("no joined collective ", request.session(), " on ", node_name_)));
+          absl::StrCat("no joined collective ", request.session, " on ", node_name_)));
       return;
     }
     if (session_->started) {
@@ -121,20 +120,19 @@ void Participant::Start(const v1::StartCollectiveRequest& request, Done done) {
   }
 }
 
-void Participant::Run(std::shared_ptr<Session> s, const v1::StartCollectiveRequest& start,
-                      const Done& done) {
+void Participant::Run(std::shared_ptr<Session> s, const StartRequest& start, const Done& done) {
   const std::stop_token stop = s->stop.get_token();
   const auto deadline = s->deadline;
-  absl::StatusOr<v1::RankResult> result = [&]() -> absl::StatusOr<v1::RankResult> {
+  absl::StatusOr<RankResult> result = [&]() -> absl::StatusOr<RankResult> {
     if (auto st = s->backend->Connect(start, stop, deadline); !st.ok()) return st;
-    const OpInfo* op = FindOp(s->join.op());
-    v1::RankResult r;
-    r.set_rank(s->join.rank());
-    r.set_node_name(node_name_);
-    for (uint64_t size : s->join.sizes()) {
-      auto t = s->backend->Run(*op, size, s->join.warmup(), s->join.iters(), stop, deadline);
+    const OpInfo* op = FindOp(s->join.op);
+    RankResult r;
+    r.rank = s->join.rank;
+    r.node_name = node_name_;
+    for (uint64_t size : s->join.sizes) {
+      auto t = s->backend->Run(*op, size, s->join.warmup, s->join.iters, stop, deadline);
       if (!t.ok()) return t.status();
-      *r.add_timings() = *t;
+      r.timings.push_back(*t);
     }
     s->backend->Observe(&r);
     return r;
@@ -151,7 +149,7 @@ void Participant::Run(std::shared_ptr<Session> s, const v1::StartCollectiveReque
 
 void Participant::Abort(const std::string& session) {
   std::lock_guard lock(mu_);
-  if (!session_ || session_->join.session() != session) return;
+  if (!session_ || session_->join.session != session) return;
   session_->stop.request_stop();
   // Not started: nothing runs, the session just ends.
   if (!session_->started) session_.reset();

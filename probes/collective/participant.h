@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "efawatch/v1/agent.pb.h"
 #include "probes/collective/backend.h"
 
 namespace efawatch::collective {
@@ -25,22 +24,22 @@ struct CollectiveLimits {
 };
 
 /// INVALID_ARGUMENT with a message when a join asks for what the limits refuse.
-absl::Status ValidateJoin(const v1::JoinCollectiveRequest& j, const CollectiveLimits& limits);
+absl::Status ValidateJoin(const JoinRequest& j, const CollectiveLimits& limits);
 
 /// This agent's side of a collective: at most one session at a time (a second Join is
 /// RESOURCE_EXHAUSTED). Join builds the backend, Start runs it on its own jthread, Abort (or the
 /// session's deadline) ends it. Thread-safe.
 class Participant {
  public:
-  using Done = std::function<void(absl::StatusOr<v1::RankResult>)>;
+  using Done = std::function<void(absl::StatusOr<RankResult>)>;
 
   Participant(std::string node_name, CollectiveLimits limits, BackendFactory host,
               BackendFactory nccl);
   ~Participant();
 
-  absl::StatusOr<v1::JoinCollectiveResponse> Join(const v1::JoinCollectiveRequest& request);
+  absl::StatusOr<JoinResponse> Join(const JoinRequest& request);
   /// `done` runs once, on the session's thread (or inline when the start itself fails).
-  void Start(const v1::StartCollectiveRequest& request, Done done);
+  void Start(const StartRequest& request, Done done);
   void Abort(const std::string& session);
   /// Aborts any session and joins its thread.
   void Stop();
@@ -49,13 +48,13 @@ class Participant {
 
  private:
   struct Session {
-    v1::JoinCollectiveRequest join;
+    JoinRequest join;
     std::unique_ptr<RankBackend> backend;
     std::chrono::steady_clock::time_point deadline;
     std::stop_source stop;
     bool started = false;
   };
-  void Run(std::shared_ptr<Session> s, const v1::StartCollectiveRequest& start, const Done& done);
+  void Run(std::shared_ptr<Session> s, const StartRequest& start, const Done& done);
   // Drops a session nobody started before its deadline (its coordinator died). Holds mu_.
   void ReclaimExpiredLocked();
 

@@ -14,7 +14,7 @@ TEST(OpsTest, BusFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(FindOp("all_gather")->BusFactor(4), 3.0 / 4);
   EXPECT_DOUBLE_EQ(FindOp("reduce_scatter")->BusFactor(8), 7.0 / 8);
   EXPECT_DOUBLE_EQ(FindOp("broadcast")->BusFactor(8), 1.0);
-  EXPECT_DOUBLE_EQ(FindOp(v1::ALL_REDUCE)->BusFactor(1), 0.0);
+  EXPECT_DOUBLE_EQ(FindOp(Op::kAllReduce)->BusFactor(1), 0.0);
   EXPECT_EQ(FindOp("alltoall"), nullptr);
 }
 
@@ -36,45 +36,45 @@ TEST(OpsTest, ParseSizes) {
 }
 
 TEST(NormalizeTest, DefaultsAndLimits) {
-  v1::RunCollectiveRequest r;
-  r.add_participants("a:1");
-  r.add_participants("b:1");
-  r.add_participants("c:1");
-  r.set_op(v1::ALL_GATHER);
-  r.add_sizes(1000);
+  RunRequest r;
+  r.participants.push_back("a:1");
+  r.participants.push_back("b:1");
+  r.participants.push_back("c:1");
+  r.op = Op::kAllGather;
+  r.sizes.push_back(1000);
   auto n = Normalize(r, {});
   ASSERT_TRUE(n.ok()) << n.status();
-  EXPECT_EQ(n->backend(), v1::HOST);
-  EXPECT_EQ(n->sizes(0), 996u);
-  EXPECT_EQ(n->iters(), 10u);
-  EXPECT_EQ(n->deadline_ms(), 60000u);
+  EXPECT_EQ(n->backend, Backend::kHost);
+  EXPECT_EQ(n->sizes[0], 996u);
+  EXPECT_EQ(n->iters, 10u);
+  EXPECT_EQ(n->deadline_ms, 60000u);
 
-  auto expect_invalid = [](const v1::RunCollectiveRequest& req, const std::string& words) {
+  auto expect_invalid = [](const RunRequest& req, const std::string& words) {
     auto got = Normalize(req, {});
     ASSERT_FALSE(got.ok()) << words;
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(got.status().message().find(words), absl::string_view::npos) << got.status();
   };
-  v1::RunCollectiveRequest none = r;
-  none.clear_participants();
+  RunRequest none = r;
+  none.participants.clear();
   expect_invalid(none, "participants");
-  v1::RunCollectiveRequest twice = r;
-  twice.add_participants("a:1");
+  RunRequest twice = r;
+  twice.participants.push_back("a:1");
   expect_invalid(twice, "repeated");
-  v1::RunCollectiveRequest no_op = r;
-  no_op.set_op(v1::COLLECTIVE_OP_UNSPECIFIED);
+  RunRequest no_op = r;
+  no_op.op = Op::kUnspecified;
   expect_invalid(no_op, "op must be one of");
-  v1::RunCollectiveRequest bcast = r;
-  bcast.set_op(v1::BROADCAST);
+  RunRequest bcast = r;
+  bcast.op = Op::kBroadcast;
   expect_invalid(bcast, "not broadcast");
-  v1::RunCollectiveRequest huge = r;
-  huge.set_sizes(0, 1ull << 40);
+  RunRequest huge = r;
+  huge.sizes.assign({0, 1ull << 40});
   expect_invalid(huge, "out of range");
-  v1::RunCollectiveRequest long_deadline = r;
-  long_deadline.set_deadline_ms(10'000'000);
+  RunRequest long_deadline = r;
+  long_deadline.deadline_ms = 10'000'000;
   expect_invalid(long_deadline, "deadline");
-  v1::RunCollectiveRequest many_iters = r;
-  many_iters.set_iters(100000);
+  RunRequest many_iters = r;
+  many_iters.iters = 100000;
   expect_invalid(many_iters, "iters");
 }
 
@@ -89,25 +89,25 @@ TEST(NcclObservationTest, AnalyzesTheProbesOwnLogFromItsOffset) {
   const std::string before = testing::ReadFileOrEmpty(healthy);
   ASSERT_FALSE(before.empty());
   testing::WriteFile(dir.File("probe.log"), before + testing::ReadFileOrEmpty(fixture));
-  const v1::NcclObservation o = ObserveNcclLog(dir.File("probe.log"), before.size());
-  EXPECT_TRUE(o.tcp_fallback());
-  EXPECT_EQ(o.network(), "Socket");
-  EXPECT_EQ(o.nccl_version(), "2.19.3");
-  EXPECT_EQ(o.log_file(), dir.File("probe.log"));
+  const NcclObservation o = ObserveNcclLog(dir.File("probe.log"), before.size());
+  EXPECT_TRUE(o.verdict.tcp_fallback);
+  EXPECT_EQ(o.verdict.network, "Socket");
+  EXPECT_EQ(o.verdict.nccl_version, "2.19.3");
+  EXPECT_EQ(o.log_file, dir.File("probe.log"));
   bool has = false;
-  for (const auto& k : o.findings()) has = has || k == "tcp_fallback";
+  for (const auto& k : o.findings) has = has || k == "tcp_fallback";
   EXPECT_TRUE(has);
 
-  const v1::NcclObservation whole = ObserveNcclLog(healthy, 0);
-  EXPECT_FALSE(whole.tcp_fallback());
-  EXPECT_EQ(whole.network(), "Libfabric");
-  EXPECT_EQ(whole.ofi_provider(), "efa");
+  const NcclObservation whole = ObserveNcclLog(healthy, 0);
+  EXPECT_FALSE(whole.verdict.tcp_fallback);
+  EXPECT_EQ(whole.verdict.network, "Libfabric");
+  EXPECT_EQ(whole.verdict.ofi_provider, "efa");
 }
 
 TEST(NcclObservationTest, MissingLogIsEmptyNotACrash) {
-  const v1::NcclObservation o = ObserveNcclLog("/nonexistent/nccl.log", 0);
-  EXPECT_TRUE(o.network().empty());
-  EXPECT_FALSE(o.tcp_fallback());
+  const NcclObservation o = ObserveNcclLog("/nonexistent/nccl.log", 0);
+  EXPECT_TRUE(o.verdict.network.empty());
+  EXPECT_FALSE(o.verdict.tcp_fallback);
 }
 
 }  // namespace

@@ -14,23 +14,12 @@
 #include "daemon/logs/checkpoint_codec.h"
 #include "daemon/logs/pod_analysis.h"
 #include "proto/codec/records.h"
+#include "tests/unit/records/field_count.h"
 
 namespace efawatch {
 namespace {
 
-// The number of fields of an aggregate, counted by how many initializers it accepts.
-struct AnyField {
-  template <typename T>
-  operator T() const;  // NOLINT(google-explicit-constructor): only used unevaluated
-};
-template <typename T, typename... A>
-constexpr size_t FieldCount() {
-  if constexpr (requires { T{A{}..., AnyField{}}; }) {
-    return FieldCount<T, A..., AnyField>();
-  } else {
-    return sizeof...(A);
-  }
-}
+using testing::FieldCount;
 
 size_t VisitedFields() {
   nccl::Verdict v;
@@ -193,7 +182,7 @@ TEST(ProbeEndRecordTest, EveryEndCrossesTheProtoAndHasOneNameAndOneText) {
                  common::ProbeEnd::kPeerTimedOut, common::ProbeEnd::kCancelled}) {
     EXPECT_EQ(codec::FromProto(codec::ToProto(e)), e);
     EXPECT_NE(std::string(common::ProbeEndName(e)), "unknown");
-    EXPECT_THAT(common::ProbeEndName(e), testing::Not(testing::HasSubstr(" ")));
+    EXPECT_THAT(common::ProbeEndName(e), ::testing::Not(::testing::HasSubstr(" ")));
     names.insert(common::ProbeEndText(e));
   }
   EXPECT_EQ(names.size(), 4u);
