@@ -338,7 +338,14 @@ void AnalyzeScope(Scope* s) {
     }
     addresses.holds = true;
   }
-  if (launchers.size() >= 2) {
+  // Locations are compared within one launcher (Ray by address, pdsh by host name): the same
+  // machine may show up once as each.
+  size_t ray_locations = 0, launcher_hosts = 0;
+  for (const std::string& l : launchers) {
+    ++(l.rfind("host=", 0) == 0 ? launcher_hosts : ray_locations);
+  }
+  const int launcher_count = static_cast<int>(std::max(ray_locations, launcher_hosts));
+  if (launcher_count >= 2) {
     for (const Derived* d : s->procs) Earliest(&launcher.ev, d->p->ev_launcher);
     launcher.holds = true;
   }
@@ -406,8 +413,7 @@ void AnalyzeScope(Scope* s) {
     int names_count = s->rule == "host_names" || !(every_proc_has_addrs && address_count == 1)
                           ? static_cast<int>(names.size())
                           : 1;
-    s->nodes =
-        std::max({max_nnodes, address_count, static_cast<int>(launchers.size()), names_count});
+    s->nodes = std::max({max_nnodes, address_count, launcher_count, names_count});
     if (header_complete && header_hosts.size() >= 2) {
       s->nodes = static_cast<int>(header_hosts.size());
     }
