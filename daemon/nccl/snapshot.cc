@@ -370,7 +370,15 @@ void AnalyzeScope(Scope* s) {
     }
   }
   if (header_complete && header_hosts.size() == 1) prove(&one_host, header_ev);
-  if (all_boot_loopback) prove(&loopback, boot_ev);
+  // Bootstrap on loopback works on one node only. A job on several nodes that tries it hangs in
+  // bootstrap, so it proves one node once a communicator completed its init, or where no
+  // process has any other interface to reach another node with.
+  bool any_own_addr = false, any_complete = false;
+  for (const Derived* d : s->procs) {
+    any_own_addr = any_own_addr || !d->p->addrs.empty();
+    for (const auto& c : d->p->comms) any_complete = any_complete || c->complete;
+  }
+  if (all_boot_loopback && (!any_own_addr || any_complete)) prove(&loopback, boot_ev);
 
   // Tier 3: host names, which containers share ("ubuntu", "localhost") and which distinct
   // addresses outrank: two names do not count when every process shows addresses of one host.
