@@ -50,6 +50,15 @@ void SetEv(Ev* ev, const Ctx& c) {
   ev->text.assign(c.line.substr(0, cap));
 }
 
+// SetEv without the text: communicators are many (thousands of processes, up to 256 each), and
+// a copy of their line each measured ~5% of `efawatch analyze` in bench/analyze.sh. The snapshot
+// shows file and line for proofs that rest on a communicator line.
+void SetRef(Ev* ev, const Ctx& c) {
+  if (ev->set()) return;
+  ev->source = c.source;
+  ev->line = c.line_no;
+}
+
 void Count(Tally* t, const Ctx& c) {
   ++t->count;
   SetEv(&t->first, c);
@@ -197,7 +206,7 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr, const Ct
   auto comm = std::make_unique<CommState>();
   comm->ptr.assign(ptr.substr(0, 32));
   comm->ptr_hash = hash;
-  SetEv(&comm->ev, c);
+  SetRef(&comm->ev, c);
   // Channel lines printed before the comm line (NCCL <= 2.17 prints "Init COMPLETE" last).
   if (!p->lead_taken) {
     p->lead_taken = true;
@@ -318,7 +327,7 @@ void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
   if (nranks >= 0) comm->nranks = nranks;
   if (nnodes >= 0) comm->nnodes = nnodes;
   if (local_ranks >= 0) comm->local_ranks = local_ranks;
-  if (nnodes >= 0 || local_ranks >= 0) SetEv(&comm->ev_nodes, c);
+  if (nnodes >= 0 || local_ranks >= 0) SetRef(&comm->ev_nodes, c);
   if (cuda_dev >= 0) comm->cuda_dev = cuda_dev;
   if (!bus_id.empty()) Set(&comm->bus_id, bus_id.substr(0, 24));
   if (!comm_id.empty()) Set(&comm->comm_id, comm_id.substr(0, 24));
@@ -918,7 +927,7 @@ void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view 
     if (r.legacy) ++st->counters.legacy_records;
     ProcState* p = GetProc(st, r, source);
     if (r.dev >= 0 && r.dev < 64) p->devices |= uint64_t{1} << r.dev;
-    if (!p->ev_first.set()) SetEv(&p->ev_first, c);
+    if (!p->ev_first.set()) SetRef(&p->ev_first, c);
     // Launcher prefixes are rare: checked only when the record does not start the line.
     if ((!ray_prefix.empty() || r.full.data() != line.data()) && !r.proc_key.empty() &&
         &r == &st->records.front()) {
