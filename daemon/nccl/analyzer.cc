@@ -59,6 +59,12 @@ void SetRef(Ev* ev, const Ctx& c) {
   ev->line = c.line_no;
 }
 
+void SetRef(internal::LineRef* ref, const Ctx& c) {
+  if (ref->set()) return;
+  ref->source = c.source;
+  ref->line = c.line_no;
+}
+
 void Count(Tally* t, const Ctx& c) {
   ++t->count;
   SetEv(&t->first, c);

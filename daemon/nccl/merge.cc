@@ -32,10 +32,19 @@ struct Fix {
     ev->line += offset;
   }
   void operator()(Tally* t) const { (*this)(&t->first); }
+  void operator()(internal::LineRef* r) const {
+    if (!r->set()) return;
+    r->source = source_map[r->source];
+    r->line += offset;
+  }
 };
 
 void FirstEv(Ev* a, Ev&& b) {
   if (!a->set() && b.set()) *a = std::move(b);
+}
+
+void FirstEv(internal::LineRef* a, const internal::LineRef& b) {
+  if (!a->set() && b.set()) *a = b;
 }
 
 void AddTally(Tally* a, Tally&& b) {
@@ -203,8 +212,8 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
       if (bc->nranks >= 0) target->nranks = bc->nranks;
       if (bc->nnodes >= 0) target->nnodes = bc->nnodes;
       if (bc->local_ranks >= 0) target->local_ranks = bc->local_ranks;
-      FirstEv(&target->ev, std::move(bc->ev));
-      FirstEv(&target->ev_nodes, std::move(bc->ev_nodes));
+      FirstEv(&target->ev, bc->ev);
+      FirstEv(&target->ev_nodes, bc->ev_nodes);
       if (bc->cuda_dev >= 0) target->cuda_dev = bc->cuda_dev;
       Latest(&target->bus_id, std::move(bc->bus_id));
       Latest(&target->comm_id, std::move(bc->comm_id));

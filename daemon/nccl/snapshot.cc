@@ -260,7 +260,7 @@ void AnalyzeScope(Scope* s) {
       g.ranks.insert(c->rank);
       g.hosts.insert(p.host);
       g.procs.emplace(p.host, p.pid);
-      Earliest(&g.ev, c->ev);
+      Earliest(&g.ev, c->ev.AsEv());
       if (c->net_channels > 0) g.net = true;
       for (const auto& [name, count] : c->transports) {
         if (name.rfind("NET/", 0) == 0 || name.rfind("COLLNET/", 0) == 0) g.net = true;
@@ -310,8 +310,8 @@ void AnalyzeScope(Scope* s) {
   for (const Derived* d : s->procs) {
     const ProcState& p = *d->p;
     for (const auto& c : p.comms) {
-      if (c->nnodes >= 2) prove(&nnodes, c->ev_nodes);
-      if (c->local_ranks > 0 && c->nranks > c->local_ranks) prove(&local_ranks, c->ev_nodes);
+      if (c->nnodes >= 2) prove(&nnodes, c->ev_nodes.AsEv());
+      if (c->local_ranks > 0 && c->nranks > c->local_ranks) prove(&local_ranks, c->ev_nodes.AsEv());
     }
     if (d->net_channels) prove(&net, FirstSet({&p.ev_socket_channel, &p.ev_net_channel}));
     if (p.completions.count > 0) prove(&net, p.completions.first);
@@ -355,8 +355,8 @@ void AnalyzeScope(Scope* s) {
       one_host("all_ranks_one_host"), loopback("bootstrap_loopback");
   for (const Derived* d : s->procs) {
     for (const auto& c : d->p->comms) {
-      if (c->nnodes == 1 && c->nranks == world) prove(&nnodes_1, c->ev_nodes);
-      if (world == 1 && c->nranks == 1) prove(&nranks_1, c->ev);
+      if (c->nnodes == 1 && c->nranks == world) prove(&nnodes_1, c->ev_nodes.AsEv());
+      if (world == 1 && c->nranks == 1) prove(&nranks_1, c->ev.AsEv());
     }
   }
   for (const auto& [key, g] : groups) {

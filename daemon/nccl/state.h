@@ -26,6 +26,15 @@ struct Ev {
   bool set() const { return line != 0 || !text.empty(); }
 };
 
+// Where a line is, without its text: for evidence kept per communicator, which are too many to
+// keep a copy of the line each.
+struct LineRef {
+  uint32_t source = 0;
+  uint64_t line = 0;
+  bool set() const { return line != 0; }
+  Ev AsEv() const { return Ev{source, line, {}}; }
+};
+
 // A counted observation with its first evidence.
 struct Tally {
   uint64_t count = 0;
@@ -53,8 +62,8 @@ struct CommState {
   // below 64: a channel whose senders cover every rank of the communicator is a ring that never
   // leaves the node. Counted (not flagged) so Merge can take back what `lead` gave.
   std::vector<std::pair<uint32_t, uint32_t>> ring_local;
-  Ev ev;        // the line that created this communicator
-  Ev ev_nodes;  // the first line with nNodes or localRanks
+  LineRef ev;        // the line that created this communicator
+  LineRef ev_nodes;  // the first line with nNodes or localRanks
 };
 
 struct ProcState {
