@@ -244,6 +244,13 @@ void PrintText(const nccl::Report& r, std::ostream& out) {
   out << "nccl version:   " << (s.nccl_version.empty() ? "unknown" : s.nccl_version) << "\n";
   out << "ranks/nodes:    " << (s.ranks < 0 ? std::string("?") : std::to_string(s.ranks)) << " / "
       << (s.nodes < 0 ? std::string("?") : std::to_string(s.nodes)) << "\n";
+  out << "node count:     ";
+  if (s.nodes_evidence == "unknown") {
+    out << "unknown (this log does not show how many nodes the job spans)\n";
+  } else {
+    out << s.nodes_evidence << " (" << s.nodes_rule << ", " << s.nodes_proof.file << ":"
+        << s.nodes_proof.line << ")\n";
+  }
   out << "processes:      " << r.processes.size() << "\n";
   out << "lines:          " << s.lines << " (" << s.nccl_lines << " NCCL, " << s.malformed_lines
       << " malformed, " << s.warn_records << " WARN)\n";

@@ -50,6 +50,21 @@ void SetEv(Ev* ev, const Ctx& c) {
   ev->text.assign(c.line.substr(0, cap));
 }
 
+// SetEv without the text: communicators are many (thousands of processes, up to 256 each), and
+// a copy of their line each measured ~5% of `efawatch analyze` in bench/analyze.sh. The snapshot
+// shows file and line for proofs that rest on a communicator line.
+void SetRef(Ev* ev, const Ctx& c) {
+  if (ev->set()) return;
+  ev->source = c.source;
+  ev->line = c.line_no;
+}
+
+void SetRef(internal::LineRef* ref, const Ctx& c) {
+  if (ref->set()) return;
+  ref->source = c.source;
+  ref->line = c.line_no;
+}
+
 void Count(Tally* t, const Ctx& c) {
   ++t->count;
   SetEv(&t->first, c);
@@ -91,6 +106,42 @@ void AddTransport(CommState* comm, std::string_view a, std::string_view b = {},
 
 CommState* CurrentComm(ProcState* p) { return p->current != nullptr ? p->current : &p->pending; }
 
+void AddUniqueString(std::vector<std::string>* set, std::string_view value, size_t cap) {
+  if (value.empty()) return;
+  for (const std::string& v : *set) {
+    if (internal::Eq(v, value)) return;
+  }
+  if (set->size() < cap) set->emplace_back(value);
+}
+
+// Addresses kept per process: enough for NCCL's MAX_IFS (16) interfaces.
+constexpr size_t kMaxAddrs = 16;
+
+void AddOwnAddr(ProcState* p, std::string_view iface, std::string_view addr) {
+  if (addr.empty() || internal::IsLoopback(iface, addr)) return;
+  AddUniqueString(&p->addrs, addr.substr(0, 64), kMaxAddrs);
+}
+
+// "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM", "Ring 00 : 1 -> 0 via P2P/IPC": counts the edge by
+// its channel and sending rank (both below 64) as a ring edge that stays on the node.
+void AddLocalEdge(CommState* comm, std::string_view m) {
+  size_t sp = m.find(' ');
+  if (sp == std::string_view::npos) return;
+  int channel = ParseInt(m.substr(sp + 1));
+  size_t colon = FindIn(m, " : ");
+  if (colon == std::string_view::npos) return;
+  int sender = ParseInt(m.substr(colon + 3));
+  if (channel < 0 || channel >= 64 || sender < 0 || sender >= 64) return;
+  const uint32_t key = static_cast<uint32_t>(channel) << 6 | static_cast<uint32_t>(sender);
+  for (auto& [k, count] : comm->ring_local) {
+    if (k == key) {
+      ++count;
+      return;
+    }
+  }
+  if (comm->ring_local.size() < 256) comm->ring_local.emplace_back(key, 1);
+}
+
 // "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IBext_v8/0/GDRDMA", "Ring 00 : 1 -> 0 via P2P/IPC".
 void HandleChannel(ProcState* p, std::string_view m, const Ctx& c) {
   size_t via = FindIn(m, " via ");
@@ -128,8 +179,10 @@ void HandleChannel(ProcState* p, std::string_view m, const Ctx& c) {
     size_t e = 4;
     while (e < t.size() && t[e] != '/' && t[e] != ' ' && t[e] != '(' && e < 24) ++e;
     AddTransport(comm, t.substr(0, e));
+    AddLocalEdge(comm, m);
   } else if (StartsWith(t, "SHM") || StartsWith(t, "direct shared memory")) {
     AddTransport(comm, "SHM");
+    AddLocalEdge(comm, m);
   } else if (StartsWith(t, "COLLNET/")) {
     size_t e = 8;
     while (e < t.size() && t[e] != '/' && e < 40) ++e;
@@ -141,7 +194,7 @@ void HandleChannel(ProcState* p, std::string_view m, const Ctx& c) {
   }
 }
 
-CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
+CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr, const Ctx& c) {
   const uint64_t hash = internal::HashBytes(ptr.substr(0, 32));
   if (p->comm_hashes.size() != p->comms.size()) {
     p->comm_hashes.clear();
@@ -159,6 +212,7 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
   auto comm = std::make_unique<CommState>();
   comm->ptr.assign(ptr.substr(0, 32));
   comm->ptr_hash = hash;
+  SetRef(&comm->ev, c);
   // Channel lines printed before the comm line (NCCL <= 2.17 prints "Init COMPLETE" last).
   if (!p->lead_taken) {
     p->lead_taken = true;
@@ -167,12 +221,14 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr) {
     p->lead.net_channels = p->pending.net_channels;
     p->lead.net_gdr_channels = p->pending.net_gdr_channels;
     p->lead.socket_channels = p->pending.socket_channels;
+    p->lead.ring_local = p->pending.ring_local;
   }
   if (!p->pending.transports.empty()) {
     comm->transports = std::move(p->pending.transports);
     comm->net_channels = p->pending.net_channels;
     comm->net_gdr_channels = p->pending.net_gdr_channels;
     comm->socket_channels = p->pending.socket_channels;
+    comm->ring_local = std::move(p->pending.ring_local);
     p->pending = CommState();
   }
   p->comms.push_back(std::move(comm));
@@ -191,6 +247,7 @@ enum class CommKey {
   kCudaDev,
   kBusId,
   kCommId,
+  kLocalRanks,
   kAbort,
   kInit
 };
@@ -218,6 +275,8 @@ CommKey ClassifyCommKey(std::string_view t) {
       return CommKey::kOther;
     case 7:
       return Eq(t, "cudaDev") ? CommKey::kCudaDev : CommKey::kOther;
+    case 10:
+      return Eq(t, "localRanks") ? CommKey::kLocalRanks : CommKey::kOther;
     default:
       return CommKey::kOther;
   }
@@ -228,7 +287,7 @@ CommKey ClassifyCommKey(std::string_view t) {
 // nvmlDev 0 busId 1c000 commId 0x65.. - Init START", "rank 0 nranks 4" (2.3).
 void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
   std::string_view ptr, comm_id, bus_id;
-  int rank = -1, nranks = -1, nnodes = -1, cuda_dev = -1;
+  int rank = -1, nranks = -1, nnodes = -1, cuda_dev = -1, local_ranks = -1;
   bool start = false, complete = false, abort = false, seen_comm = false;
   size_t pos = 0;
   CommKey prev = CommKey::kOther;
@@ -250,6 +309,8 @@ void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       bus_id = tok;
     } else if (prev == CommKey::kCommId) {
       comm_id = tok;
+    } else if (prev == CommKey::kLocalRanks) {
+      local_ranks = ParseInt(tok);
     } else if (StartsWith(tok, "START")) {
       start = true;
     } else if (StartsWith(tok, "COMPLETE")) {
@@ -267,10 +328,12 @@ void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
     key_buf = "rank" + std::to_string(rank) + "/" + std::to_string(nranks);
     ptr = key_buf;
   }
-  CommState* comm = FindOrAddComm(st, p, ptr);
+  CommState* comm = FindOrAddComm(st, p, ptr, c);
   if (rank >= 0) comm->rank = rank;
   if (nranks >= 0) comm->nranks = nranks;
   if (nnodes >= 0) comm->nnodes = nnodes;
+  if (local_ranks >= 0) comm->local_ranks = local_ranks;
+  if (nnodes >= 0 || local_ranks >= 0) SetRef(&comm->ev_nodes, c);
   if (cuda_dev >= 0) comm->cuda_dev = cuda_dev;
   if (!bus_id.empty()) Set(&comm->bus_id, bus_id.substr(0, 24));
   if (!comm_id.empty()) Set(&comm->comm_id, comm_id.substr(0, 24));
@@ -396,6 +459,7 @@ void HandleBootstrap(ProcState* p, std::string_view list, const Ctx& c) {
   if (!p->boot_if.empty() && p->ev_bootstrap.set()) return;
   auto items = internal::ParseIfList(list, 16);
   if (items.empty()) return;
+  for (const auto& item : items) AddOwnAddr(p, item.iface, item.addr);
   if (p->boot_if.empty()) {
     p->boot_if.assign(items[0].iface.substr(0, 32));
     p->boot_addr.assign(items[0].addr.substr(0, 64));
@@ -547,6 +611,15 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
         if (Contains(m, "No device found")) {
           p->ib_no_device = true;
         } else if (StartsWith(m, "NET/IB : Using [") || StartsWith(m, "NET/IB: [")) {
+          // "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>": the OOB interface is this
+          // host's address.
+          if (!p->ib_using) {
+            if (size_t oob = FindIn(m, "OOB "); oob != std::string_view::npos) {
+              for (const auto& item : internal::ParseIfList(m.substr(oob + 4), 1)) {
+                AddOwnAddr(p, item.iface, item.addr);
+              }
+            }
+          }
           p->ib_using = true;
         } else if (Contains(m, "GPU Direct RDMA Disabled")) {
           Count(&p->gdr_off, c);
@@ -556,13 +629,19 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       } else if (StartsWith(m, "NET/Socket : Using")) {
         p->socket_using = true;
         SetEv(&p->ev_socket_using, c);
-        if (!p->socket_lists_loopback) {
+        // Printed by every communicator with the same list: parsed once per process.
+        if (!p->socket_list_seen) {
+          p->socket_list_seen = true;
           for (const auto& item : internal::ParseIfList(m.substr(18), 16)) {
             if (internal::IsLoopback(item.iface, item.addr)) p->socket_lists_loopback = true;
+            AddOwnAddr(p, item.iface, item.addr);
           }
         }
       } else if (StartsWith(m, "NET : Using interface ")) {
         // NCCL 2.3: one line per socket interface; the first one carries the bootstrap.
+        for (const auto& item : internal::ParseIfList(m.substr(22), 1)) {
+          AddOwnAddr(p, item.iface, item.addr);
+        }
         HandleBootstrap(p, m.substr(22), c);
       } else if (StartsWith(m, "No network plugin found")) {
         p->plugin_not_found = true;
@@ -575,6 +654,40 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       break;
   }
   if (Contains(m, " -> ")) HandleErrorChain(p, m, c);
+}
+
+// The peer an error names: "Connect to 10.0.0.9<1> failed", "connect to fe80::1%ib1<5> returned",
+// "Connection closed by remote peer node8<45612>", "Got completion from peer 10.2.2.2<5>". A
+// numeric address goes to peer_addrs, a host name (cut at its first '.', as NCCL cuts its own)
+// to peer_names; "localhost" names nothing.
+void AddPeer(ProcState* p, std::string_view m, const Ctx& c) {
+  size_t at = std::string_view::npos;
+  size_t skip = 0;
+  for (std::string_view key : {std::string_view("onnect to "), std::string_view("remote peer "),
+                               std::string_view("from peer ")}) {
+    at = FindIn(m, key);
+    if (at != std::string_view::npos) {
+      skip = key.size();
+      break;
+    }
+  }
+  if (at == std::string_view::npos) return;
+  std::string_view v = m.substr(at + skip);
+  size_t e = 0;
+  while (e < v.size() && v[e] != '<' && v[e] != ' ' && v[e] != ',' && e < 80) ++e;
+  v = v.substr(0, e);
+  if (v.empty()) return;
+  bool numeric = IsDigitChar(v[0]) ? v.find('.') != std::string_view::npos
+                                   : v.find(':') != std::string_view::npos;
+  if (numeric) {
+    if (internal::IsLoopback("", v)) return;
+    AddUniqueString(&p->peer_addrs, v, 8);
+  } else {
+    v = v.substr(0, v.find('.'));
+    if (v == "localhost" || v.empty()) return;
+    AddUniqueString(&p->peer_names, v, 8);
+  }
+  SetEv(&p->ev_peer, c);
 }
 
 void HandleWarn(ProcState* p, const Record& r, const Ctx& c) {
@@ -592,6 +705,7 @@ void HandleWarn(ProcState* p, const Record& r, const Ctx& c) {
   }
   if (Contains(m, "Got completion")) {
     Count(&p->completions, c);
+    AddPeer(p, m, c);
     if (Contains(m, "NET/IB") && p->weak_family.empty()) p->weak_family = "IB";
     return;
   }
@@ -603,9 +717,13 @@ void HandleWarn(ProcState* p, const Record& r, const Ctx& c) {
                  Contains(m, "Could not receive type") || Contains(m, "socketPollConnect");
   if (connect) {
     Count(&p->connect_failures, c);
+    AddPeer(p, m, c);
     // A TCP connect cannot time out against an address of the same host (the local stack
     // answers at once), so the peer is on another node.
-    if (Contains(m, "timed out")) p->remote_timeout = true;
+    if (Contains(m, "timed out")) {
+      p->remote_timeout = true;
+      SetEv(&p->ev_timeout, c);
+    }
   }
 }
 
@@ -699,16 +817,18 @@ void ScanAssignments(SourceState* ss, std::string_view line, std::string_view pr
 
 // nccl-tests prints the placement of every rank: "#  Rank  0 Group  0 Pid  27255 on kolyoz1
 // device  0 [0x42] NVIDIA H100 80GB HBM3" (older: no Group).
-void HandleTestsHeader(SourceState* ss, std::string_view line) {
+void HandleTestsHeader(SourceState* ss, std::string_view line, const Ctx& c) {
   size_t pos = 1;
   std::string_view prev;
   int rank = -1;
+  int pid = -1;
   std::string_view host;
   bool device = false;
   for (int guard = 0; guard < 16; ++guard) {
     std::string_view tok = internal::NextToken(line, &pos);
     if (tok.empty()) break;
     if (prev == "Rank") rank = ParseInt(tok);
+    if (prev == "Pid") pid = ParseInt(tok);
     if (prev == "on") host = tok;
     if (tok == "device" && !host.empty()) device = true;
     prev = tok;
@@ -717,7 +837,9 @@ void HandleTestsHeader(SourceState* ss, std::string_view line) {
   for (const auto& h : ss->header) {
     if (h.rank == rank) return;
   }
-  ss->header.push_back({rank, std::string(host.substr(0, 255))});
+  ss->header.push_back(
+      {rank, static_cast<uint32_t>(std::max(pid, 0)), std::string(host.substr(0, 255))});
+  SetEv(&ss->ev_header, c);
 }
 
 void HandleOther(State* st, SourceState* ss, std::string_view line, const Ctx& c) {
@@ -733,7 +855,7 @@ void HandleOther(State* st, SourceState* ss, std::string_view line, const Ctx& c
     return;
   }
   if (line[0] == '#') {
-    HandleTestsHeader(ss, line);
+    HandleTestsHeader(ss, line, c);
     return;
   }
   if (StartsWith(line, "libfabric:")) {
@@ -762,9 +884,36 @@ void HandleOther(State* st, SourceState* ss, std::string_view line, const Ctx& c
 
 // `may_hold_ansi` false: the caller knows the text holds no ESC byte (FeedLines checked the
 // whole block at once).
+// Where a launcher says a record's process runs: Ray's "(... pid=N, ip=A)" names the node by
+// its address, and prints no "ip=" for workers on the driver's node; pdsh and similar put
+// "<host>: " before the record. Empty when the line shows neither.
+std::string LauncherLocation(std::string_view ray_prefix, std::string_view before_record) {
+  if (!ray_prefix.empty()) {
+    size_t ip = FindIn(ray_prefix, "ip=");
+    if (ip == std::string_view::npos) return "ray-driver-node";
+    std::string_view v = ray_prefix.substr(ip + 3);
+    size_t e = 0;
+    while (e < v.size() && v[e] != ')' && v[e] != ',' && v[e] != ' ' && e < 64) ++e;
+    return "ip=" + std::string(v.substr(0, e));
+  }
+  // "rdma-gpu-train-worker-0: rdma-gpu-train-worker-0:19487:21056 [3] NCCL INFO ..."
+  if (before_record.size() < 4 || before_record.size() > 130 || before_record[0] == '[' ||
+      !StartsWith(before_record.substr(before_record.size() - 2), ": ")) {
+    return "";
+  }
+  std::string_view host = before_record.substr(0, before_record.size() - 2);
+  for (char ch : host) {
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || IsDigitChar(ch) ||
+              ch == '-' || ch == '.' || ch == '_';
+    if (!ok) return "";
+  }
+  return "host=" + std::string(host.substr(0, host.find('.')));
+}
+
 void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view text,
                  bool may_hold_ansi) {
-  std::string_view line = CleanLine(text, &st->scratch, may_hold_ansi);
+  std::string_view ray_prefix;
+  std::string_view line = CleanLine(text, &st->scratch, may_hold_ansi, &ray_prefix);
   if (line.empty()) return;
   Ctx c{st, source, line_no, line};
   size_t n = FindRecords(line, &st->records);
@@ -784,6 +933,17 @@ void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view 
     if (r.legacy) ++st->counters.legacy_records;
     ProcState* p = GetProc(st, r, source);
     if (r.dev >= 0 && r.dev < 64) p->devices |= uint64_t{1} << r.dev;
+    if (!p->ev_first.set()) SetRef(&p->ev_first, c);
+    // Launcher prefixes are rare: checked only when the record does not start the line.
+    if ((!ray_prefix.empty() || r.full.data() != line.data()) && !r.proc_key.empty() &&
+        &r == &st->records.front()) {
+      std::string where = LauncherLocation(
+          ray_prefix, line.substr(0, static_cast<size_t>(r.full.data() - line.data())));
+      if (!where.empty()) {
+        AddUniqueString(&p->launcher_hosts, where, 8);
+        SetEv(&p->ev_launcher, c);
+      }
+    }
     if (r.level == Level::kWarn) {
       if (!r.legacy) ++st->counters.warn_records;
       HandleWarn(p, r, c);
@@ -828,6 +988,10 @@ uint32_t SourceIndexFor(State* st, std::string_view name) { return SourceIndex(s
 void AddSettingTo(std::vector<std::pair<std::string, std::string>>* settings, size_t cap,
                   std::string_view name, std::string_view value) {
   AddSetting(settings, cap, name, value);
+}
+
+void AddUnique(std::vector<std::string>* set, std::string_view value, size_t cap) {
+  AddUniqueString(set, value, cap);
 }
 
 }  // namespace internal

@@ -32,10 +32,19 @@ struct Fix {
     ev->line += offset;
   }
   void operator()(Tally* t) const { (*this)(&t->first); }
+  void operator()(internal::LineRef* r) const {
+    if (!r->set()) return;
+    r->source = source_map[r->source];
+    r->line += offset;
+  }
 };
 
 void FirstEv(Ev* a, Ev&& b) {
   if (!a->set() && b.set()) *a = std::move(b);
+}
+
+void FirstEv(internal::LineRef* a, const internal::LineRef& b) {
+  if (!a->set() && b.set()) *a = b;
 }
 
 void AddTally(Tally* a, Tally&& b) {
@@ -66,6 +75,17 @@ void AddChannels(CommState* to, CommState&& from) {
   to->net_channels += from.net_channels;
   to->net_gdr_channels += from.net_gdr_channels;
   to->socket_channels += from.socket_channels;
+  for (const auto& [key, count] : from.ring_local) {
+    bool found = false;
+    for (auto& [k, c] : to->ring_local) {
+      if (k == key) {
+        c += count;
+        found = true;
+        break;
+      }
+    }
+    if (!found && to->ring_local.size() < 256) to->ring_local.emplace_back(key, count);
+  }
 }
 
 // Takes back from `from` what AddChannels(from, what) added; transports that drop to zero go.
@@ -81,6 +101,14 @@ void SubtractChannels(CommState* from, const CommState& what) {
   from->net_channels -= std::min(from->net_channels, what.net_channels);
   from->net_gdr_channels -= std::min(from->net_gdr_channels, what.net_gdr_channels);
   from->socket_channels -= std::min(from->socket_channels, what.socket_channels);
+  for (const auto& [key, count] : what.ring_local) {
+    for (auto it = from->ring_local.begin(); it != from->ring_local.end(); ++it) {
+      if (it->first != key) continue;
+      it->second -= std::min(it->second, count);
+      if (it->second == 0) from->ring_local.erase(it);
+      break;
+    }
+  }
 }
 
 void FixAll(ProcState* p, const Fix& fix) {
@@ -88,11 +116,19 @@ void FixAll(ProcState* p, const Fix& fix) {
                    &p->completions, &p->connect_failures, &p->plugin_failures}) {
     fix(t);
   }
-  for (Ev* e :
-       {&p->ev_socket_channel, &p->ev_net_channel, &p->ev_network, &p->ev_socket_using,
-        &p->ev_provider, &p->ev_bootstrap, &p->ev_ifname, &p->ev_plugin, &p->ev_ib_disable}) {
+  for (Ev* e : {&p->ev_socket_channel, &p->ev_net_channel, &p->ev_network, &p->ev_socket_using,
+                &p->ev_provider, &p->ev_bootstrap, &p->ev_ifname, &p->ev_plugin, &p->ev_ib_disable,
+                &p->ev_first, &p->ev_peer, &p->ev_launcher, &p->ev_timeout}) {
     fix(e);
   }
+  for (auto& comm : p->comms) {
+    fix(&comm->ev);
+    fix(&comm->ev_nodes);
+  }
+}
+
+void Union(std::vector<std::string>* a, std::vector<std::string>&& b, size_t cap) {
+  for (auto& v : b) internal::AddUnique(a, v, cap);
 }
 
 void MergeProc(State* st, ProcState* a, ProcState&& b) {
@@ -125,6 +161,11 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
     a->boot_addr = std::move(b.boot_addr);
     a->boot_loopback = b.boot_loopback;
   }
+  Union(&a->addrs, std::move(b.addrs), 16);
+  a->socket_list_seen |= b.socket_list_seen;
+  Union(&a->peer_addrs, std::move(b.peer_addrs), 8);
+  Union(&a->peer_names, std::move(b.peer_names), 8);
+  Union(&a->launcher_hosts, std::move(b.launcher_hosts), 8);
   AddTally(&a->gdr_on, std::move(b.gdr_on));
   AddTally(&a->gdr_off, std::move(b.gdr_off));
   for (auto& [name, value] : b.settings) {
@@ -170,6 +211,9 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
       if (bc->rank >= 0) target->rank = bc->rank;
       if (bc->nranks >= 0) target->nranks = bc->nranks;
       if (bc->nnodes >= 0) target->nnodes = bc->nnodes;
+      if (bc->local_ranks >= 0) target->local_ranks = bc->local_ranks;
+      FirstEv(&target->ev, bc->ev);
+      FirstEv(&target->ev_nodes, bc->ev_nodes);
       if (bc->cuda_dev >= 0) target->cuda_dev = bc->cuda_dev;
       Latest(&target->bus_id, std::move(bc->bus_id));
       Latest(&target->comm_id, std::move(bc->comm_id));
@@ -199,6 +243,10 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
   FirstEv(&a->ev_ifname, std::move(b.ev_ifname));
   FirstEv(&a->ev_plugin, std::move(b.ev_plugin));
   FirstEv(&a->ev_ib_disable, std::move(b.ev_ib_disable));
+  FirstEv(&a->ev_first, std::move(b.ev_first));
+  FirstEv(&a->ev_peer, std::move(b.ev_peer));
+  FirstEv(&a->ev_launcher, std::move(b.ev_launcher));
+  FirstEv(&a->ev_timeout, std::move(b.ev_timeout));
 }
 
 void MergeSource(SourceState* a, SourceState&& b, const Fix& fix) {
@@ -215,6 +263,8 @@ void MergeSource(SourceState* a, SourceState&& b, const Fix& fix) {
   fix(&b.ev_launcher_ib_disable);
   fix(&b.ev_hmem);
   fix(&b.ev_efa_empty);
+  fix(&b.ev_header);
+  FirstEv(&a->ev_header, std::move(b.ev_header));
   fix(&b.watchdog);
   fix(&b.framework_errors);
   FirstEv(&a->ev_launcher_ifname, std::move(b.ev_launcher_ifname));

@@ -104,23 +104,30 @@ nlohmann::json ReportToJson(const Report& report) {
                           {"text", Str(f.evidence.text)}}}});
   }
   const Summary& s = report.summary;
-  nlohmann::json summary = {{"verdict", Str(s.verdict)},
-                            {"tcp_fallback", s.tcp_fallback},
-                            {"loopback_misuse", s.loopback_misuse},
-                            {"net_plugin_missing", s.net_plugin_missing},
-                            {"gdr_disabled", s.gdr_disabled},
-                            {"network", Str(s.network)},
-                            {"network_family", Str(s.network_family)},
-                            {"ofi_provider", Str(s.ofi_provider)},
-                            {"nccl_version", Str(s.nccl_version)},
-                            {"inter_node_transport", Str(s.inter_node_transport)},
-                            {"gdr", Str(s.gdr)},
-                            {"nodes", OrNull(s.nodes)},
-                            {"ranks", OrNull(s.ranks)},
-                            {"lines", s.lines},
-                            {"nccl_lines", s.nccl_lines},
-                            {"malformed_lines", s.malformed_lines},
-                            {"warn_records", s.warn_records}};
+  nlohmann::json summary = {
+      {"verdict", Str(s.verdict)},
+      {"tcp_fallback", s.tcp_fallback},
+      {"loopback_misuse", s.loopback_misuse},
+      {"net_plugin_missing", s.net_plugin_missing},
+      {"gdr_disabled", s.gdr_disabled},
+      {"network", Str(s.network)},
+      {"network_family", Str(s.network_family)},
+      {"ofi_provider", Str(s.ofi_provider)},
+      {"nccl_version", Str(s.nccl_version)},
+      {"inter_node_transport", Str(s.inter_node_transport)},
+      {"gdr", Str(s.gdr)},
+      {"nodes", OrNull(s.nodes)},
+      {"ranks", OrNull(s.ranks)},
+      {"nodes_evidence", Str(s.nodes_evidence)},
+      {"nodes_proof", s.nodes_rule.empty() ? nlohmann::json()
+                                           : nlohmann::json{{"rule", Str(s.nodes_rule)},
+                                                            {"file", Str(s.nodes_proof.file)},
+                                                            {"line", s.nodes_proof.line},
+                                                            {"text", Str(s.nodes_proof.text)}}},
+      {"lines", s.lines},
+      {"nccl_lines", s.nccl_lines},
+      {"malformed_lines", s.malformed_lines},
+      {"warn_records", s.warn_records}};
   return {{"processes", processes}, {"findings", findings}, {"summary", summary}};
 }
 

@@ -53,20 +53,36 @@ struct Derived {
   int scope = 0;
 };
 
-// What a scope (all processes, or one source) tells about the number of nodes.
+// What a scope (all processes, or one source) proves about the number of nodes the job spans.
+// Rules are tried in tiers (docs/nccl-findings.md, "Node count"): all ranks in one process; then
+// the proofs of several nodes; then the proofs of one node; then host names, the weakest.
+enum class NodeCount { kUnknown, kSingle, kMulti };
+
 struct Scope {
   std::vector<Derived*> procs;
   std::vector<const SourceState*> sources;
-  bool proven_single = false;  // nccl-tests placement table: every rank on one host
-  bool multi = false;          // strong evidence of two or more nodes
-  bool single = false;         // evidence (or the absence of any other host) of one node
-  bool weak_multi = false;     // ranks unaccounted for on an RDMA fabric
+  NodeCount count = NodeCount::kUnknown;
+  std::string rule;  // the rule that decided `count`
+  Ev proof;          // the line it rests on
   int nodes = -1;
   int ranks = -1;
   bool any_net_channels = false;
   bool any_socket_channels = false;
   std::string inter_node;
+
+  bool single() const { return count == NodeCount::kSingle; }
+  bool multi() const { return count == NodeCount::kMulti; }
 };
+
+const Ev& FirstSet(std::initializer_list<const Ev*> evs) {
+  for (const Ev* e : evs) {
+    if (e->set()) return *e;
+  }
+  return **evs.begin();
+}
+
+// Appended to the findings that a proof of several nodes would make certain.
+constexpr char kSuspected[] = "suspected: this log does not show how many nodes the job spans";
 
 bool VersionInRange(const std::string& v, int minor_lo, int patch_lo, int minor_hi, int patch_hi) {
   // Only 2.x matters here.
@@ -158,84 +174,257 @@ Derived Derive(const State& st, const ProcState& p) {
   return d;
 }
 
+// Keeps in `best` the earliest of the evidence lines offered (by source, then line), so the
+// proof shown does not depend on the order processes are visited.
+void Earliest(Ev* best, const Ev& e) {
+  if (!e.set()) return;
+  if (!best->set() || e.source < best->source ||
+      (e.source == best->source && e.line < best->line)) {
+    *best = e;
+  }
+}
+
+// One communicator as the ranks of a scope print it: grouped by commId, else by rank count.
+struct CommGroup {
+  int nranks = -1;
+  std::set<int> ranks;
+  std::set<std::string> hosts;
+  std::set<std::pair<std::string, uint32_t>> procs;
+  bool net = false;  // a channel of some rank goes through a NET or COLLNET transport
+  std::map<uint32_t, uint64_t> senders;  // channel -> bit per rank with an on-node ring edge
+  Ev ev;
+};
+
+bool AllRanks(const CommGroup& g) {
+  return g.nranks > 0 && static_cast<int>(g.ranks.size()) == g.nranks && *g.ranks.begin() == 0 &&
+         *g.ranks.rbegin() == g.nranks - 1;
+}
+
+// Addresses known to be one host's (the lists of one process) form a group; a peer address
+// that no process lists is a group of its own. Two groups are two network namespaces, which
+// NCCL treats as two nodes.
+struct AddressGroups {
+  std::map<std::string, int> group_of;
+  std::vector<int> parent;
+
+  int Find(int i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  }
+  int Add(const std::string& addr) {
+    auto [it, added] = group_of.emplace(addr, static_cast<int>(parent.size()));
+    if (added) parent.push_back(it->second);
+    return Find(it->second);
+  }
+  void Join(int a, int b) { parent[Find(a)] = Find(b); }
+  int Count() {
+    std::set<int> roots;
+    for (size_t i = 0; i < parent.size(); ++i) roots.insert(Find(static_cast<int>(i)));
+    return static_cast<int>(roots.size());
+  }
+};
+
 void AnalyzeScope(Scope* s) {
-  std::set<std::string> hosts, boot_ips, header_hosts;
+  std::set<std::string> names, header_hosts;
   std::set<int> header_ranks;
+  std::set<uint32_t> header_pids;
+  Ev header_ev;
   int max_nranks = -1, max_nnodes = -1;
-  bool net_in_use = false, remote_timeout = false;
   bool any_boot = false, all_boot_loopback = true;
-  uint64_t devices = 0;
-  bool rdma_family = false;
-  // Communicator groups: commId when printed, else the rank count.
-  std::map<std::string, std::pair<std::set<int>, std::set<std::string>>> groups;
-  std::map<std::string, int> group_size;
+  Ev boot_ev;
+  std::map<std::string, CommGroup> groups;
   for (const SourceState* ss : s->sources) {
     for (const auto& h : ss->header) {
       header_ranks.insert(h.rank);
       header_hosts.insert(h.host);
+      header_pids.insert(h.pid);
     }
+    Earliest(&header_ev, ss->ev_header);
   }
   for (const Derived* d : s->procs) {
     const ProcState& p = *d->p;
-    if (!p.host.empty()) hosts.insert(p.host);
+    if (!p.host.empty()) names.insert(p.host);
     if (!p.boot_addr.empty()) {
       any_boot = true;
-      if (!p.boot_loopback) {
-        all_boot_loopback = false;
-        boot_ips.insert(p.boot_addr);
-      }
+      Earliest(&boot_ev, p.ev_bootstrap);
+      if (!p.boot_loopback) all_boot_loopback = false;
     }
-    devices |= p.devices;
-    if (d->family == "IB" || d->family == "OFI") rdma_family = true;
-    if (d->net_channels || p.completions.count > 0) net_in_use = true;
     if (d->socket_channels) s->any_socket_channels = true;
     if (d->net_channels) s->any_net_channels = true;
-    if (p.remote_timeout) remote_timeout = true;
     for (const auto& c : p.comms) {
       max_nranks = std::max(max_nranks, c->nranks);
       max_nnodes = std::max(max_nnodes, c->nnodes);
-      if (c->nranks > 0 && c->rank >= 0) {
-        std::string key = !c->comm_id.empty() ? c->comm_id : "n" + std::to_string(c->nranks);
-        groups[key].first.insert(c->rank);
-        groups[key].second.insert(p.host);
-        group_size[key] = c->nranks;
+      if (c->nranks <= 0 || c->rank < 0) continue;
+      CommGroup& g = groups[!c->comm_id.empty() ? c->comm_id : "n" + std::to_string(c->nranks)];
+      g.nranks = c->nranks;
+      g.ranks.insert(c->rank);
+      g.hosts.insert(p.host);
+      g.procs.emplace(p.host, p.pid);
+      Earliest(&g.ev, c->ev.AsEv());
+      if (c->net_channels > 0) g.net = true;
+      for (const auto& [name, count] : c->transports) {
+        if (name.rfind("NET/", 0) == 0 || name.rfind("COLLNET/", 0) == 0) g.net = true;
+      }
+      for (const auto& [key, count] : c->ring_local) {
+        if (count > 0) g.senders[key >> 6] |= uint64_t{1} << (key & 63);
       }
     }
   }
   if (!any_boot) all_boot_loopback = false;
   s->ranks = max_nranks;
   if (s->ranks < 0 && !header_ranks.empty()) s->ranks = static_cast<int>(header_ranks.size());
-
+  const int world = max_nranks;
   bool header_complete = !header_ranks.empty() && *header_ranks.begin() == 0 &&
                          *header_ranks.rbegin() == static_cast<int>(header_ranks.size()) - 1 &&
-                         (max_nranks < 0 || max_nranks == static_cast<int>(header_ranks.size()));
-  s->proven_single = header_complete && header_hosts.size() == 1;
-  int host_count = static_cast<int>(std::max({hosts.size(), boot_ips.size(), header_hosts.size()}));
-  s->multi =
-      !s->proven_single && (header_hosts.size() >= 2 || hosts.size() >= 2 || boot_ips.size() >= 2 ||
-                            max_nnodes >= 2 || net_in_use || remote_timeout);
-  bool group_single = false;
+                         (world < 0 || world == static_cast<int>(header_ranks.size()));
+
+  // Each rule: whether it holds and the earliest line it rests on.
+  struct Proof {
+    explicit Proof(const char* r) : rule(r) {}
+    const char* rule;
+    bool holds = false;
+    Ev ev;
+  };
+  auto prove = [](Proof* pr, const Ev& ev) {
+    pr->holds = true;
+    Earliest(&pr->ev, ev);
+  };
+
+  // Tier 0: every rank of the largest communicator in one process, which cannot span machines
+  // (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE make such a job print nNodes 2 and use the NET).
+  Proof one_process("one_process");
   for (const auto& [key, g] : groups) {
-    if (static_cast<int>(g.first.size()) == group_size[key] && g.second.size() == 1) {
-      group_single = true;
+    if (g.nranks == world && AllRanks(g) && g.procs.size() == 1) prove(&one_process, g.ev);
+  }
+  if (header_complete && header_hosts.size() == 1 && header_pids.size() == 1 &&
+      *header_pids.begin() != 0) {
+    prove(&one_process, header_ev);
+  }
+
+  // Tier 1: several nodes.
+  Proof nnodes("nnodes"), local_ranks("nranks_gt_local_ranks"), net("net_channels"),
+      addresses("addresses"), launcher("launcher"), timeout("connect_timeout");
+  AddressGroups addr_groups;
+  std::set<std::string> launchers;
+  bool every_proc_has_addrs = !s->procs.empty();
+  for (const Derived* d : s->procs) {
+    const ProcState& p = *d->p;
+    for (const auto& c : p.comms) {
+      if (c->nnodes >= 2) prove(&nnodes, c->ev_nodes.AsEv());
+      if (c->local_ranks > 0 && c->nranks > c->local_ranks) prove(&local_ranks, c->ev_nodes.AsEv());
+    }
+    if (d->net_channels) prove(&net, FirstSet({&p.ev_socket_channel, &p.ev_net_channel}));
+    if (p.completions.count > 0) prove(&net, p.completions.first);
+    if (p.remote_timeout) prove(&timeout, p.ev_timeout);
+    if (p.addrs.empty()) every_proc_has_addrs = false;
+    int first = -1;
+    for (const std::string& a : p.addrs) {
+      int g = addr_groups.Add(a);
+      if (first < 0) first = g;
+      addr_groups.Join(g, first);
+    }
+    for (const std::string& a : p.peer_addrs) addr_groups.Add(a);
+    for (const std::string& l : p.launcher_hosts) launchers.insert(l);
+  }
+  const int address_count = addr_groups.Count();
+  if (address_count >= 2) {
+    // The evidence: the earliest line of a process that shows an address, or names a peer.
+    for (const Derived* d : s->procs) {
+      const ProcState& p = *d->p;
+      if (!p.peer_addrs.empty()) Earliest(&addresses.ev, p.ev_peer);
+      if (!p.addrs.empty()) {
+        Earliest(&addresses.ev, FirstSet({&p.ev_bootstrap, &p.ev_socket_using, &p.ev_first}));
+      }
+    }
+    addresses.holds = true;
+  }
+  // Locations are compared within one launcher (Ray by address, pdsh by host name): the same
+  // machine may show up once as each.
+  size_t ray_locations = 0, launcher_hosts = 0;
+  for (const std::string& l : launchers) {
+    ++(l.rfind("host=", 0) == 0 ? launcher_hosts : ray_locations);
+  }
+  const int launcher_count = static_cast<int>(std::max(ray_locations, launcher_hosts));
+  if (launcher_count >= 2) {
+    for (const Derived* d : s->procs) Earliest(&launcher.ev, d->p->ev_launcher);
+    launcher.holds = true;
+  }
+
+  // Tier 2: one node, for the largest communicator.
+  Proof nnodes_1("nnodes_1"), nranks_1("nranks_1"), rings("on_node_rings"),
+      one_host("all_ranks_one_host"), loopback("bootstrap_loopback");
+  for (const Derived* d : s->procs) {
+    for (const auto& c : d->p->comms) {
+      if (c->nnodes == 1 && c->nranks == world) prove(&nnodes_1, c->ev_nodes.AsEv());
+      if (world == 1 && c->nranks == 1) prove(&nranks_1, c->ev.AsEv());
     }
   }
-  s->single =
-      s->proven_single || (!s->multi && (max_nnodes == 1 || group_single || all_boot_loopback ||
-                                         (hosts.size() <= 1 && !s->procs.empty())));
-  int local = __builtin_popcountll(devices);
-  // Ranks that are not on the one host the log shows are on another node; trusted only for
-  // RDMA nets, where the guess cannot raise a TCP-fallback alarm.
-  if (!s->multi && !s->proven_single && !group_single && max_nnodes != 1 && rdma_family &&
-      hosts.size() <= 1 && max_nranks > local && local > 0) {
-    s->weak_multi = true;
-    s->single = false;
+  for (const auto& [key, g] : groups) {
+    if (g.nranks != world || world < 2) continue;
+    if (AllRanks(g) && g.hosts.size() == 1) prove(&one_host, g.ev);
+    if (world <= 64 && !g.net) {
+      const uint64_t all = world == 64 ? ~uint64_t{0} : (uint64_t{1} << world) - 1;
+      for (const auto& [channel, bits] : g.senders) {
+        if ((bits & all) == all) prove(&rings, g.ev);
+      }
+    }
   }
-  if (s->proven_single || (s->single && !s->multi)) {
+  if (header_complete && header_hosts.size() == 1) prove(&one_host, header_ev);
+  // Bootstrap on loopback works on one node only. A job on several nodes that tries it hangs in
+  // bootstrap, so it proves one node once a communicator completed its init, or where no
+  // process has any other interface to reach another node with.
+  bool any_own_addr = false, any_complete = false;
+  for (const Derived* d : s->procs) {
+    any_own_addr = any_own_addr || !d->p->addrs.empty();
+    for (const auto& c : d->p->comms) any_complete = any_complete || c->complete;
+  }
+  if (all_boot_loopback && (!any_own_addr || any_complete)) prove(&loopback, boot_ev);
+
+  // Tier 3: host names, which containers share ("ubuntu", "localhost") and which distinct
+  // addresses outrank: two names do not count when every process shows addresses of one host.
+  Proof host_names("host_names");
+  for (const auto& h : header_hosts) names.insert(h);
+  for (const Derived* d : s->procs) {
+    for (const auto& n : d->p->peer_names) names.insert(n);
+  }
+  names.erase("localhost");
+  if (names.size() >= 2 && !(every_proc_has_addrs && address_count == 1)) {
+    std::string first_name = *names.begin();
+    for (const Derived* d : s->procs) {
+      if (d->p->host != first_name) Earliest(&host_names.ev, d->p->ev_first);
+      if (!d->p->peer_names.empty()) Earliest(&host_names.ev, d->p->ev_peer);
+    }
+    if (header_hosts.size() >= 2) Earliest(&host_names.ev, header_ev);
+    host_names.holds = true;
+  }
+
+  const std::vector<std::pair<NodeCount, std::vector<const Proof*>>> tiers = {
+      {NodeCount::kSingle, {&one_process}},
+      {NodeCount::kMulti, {&nnodes, &local_ranks, &net, &addresses, &launcher, &timeout}},
+      {NodeCount::kSingle, {&nnodes_1, &nranks_1, &rings, &one_host, &loopback}},
+      {NodeCount::kMulti, {&host_names}},
+  };
+  for (const auto& [count, proofs] : tiers) {
+    for (const Proof* pr : proofs) {
+      if (!pr->holds) continue;
+      s->count = count;
+      s->rule = pr->rule;
+      s->proof = pr->ev;
+      break;
+    }
+    if (s->count != NodeCount::kUnknown) break;
+  }
+
+  if (s->single()) {
     s->nodes = 1;
-  } else if (s->multi) {
-    s->nodes = std::max(host_count, max_nnodes);
-    if (header_complete) s->nodes = static_cast<int>(header_hosts.size());
+  } else if (s->multi()) {
+    int names_count = s->rule == "host_names" || !(every_proc_has_addrs && address_count == 1)
+                          ? static_cast<int>(names.size())
+                          : 1;
+    s->nodes = std::max({max_nnodes, address_count, launcher_count, names_count});
+    if (header_complete && header_hosts.size() >= 2) {
+      s->nodes = static_cast<int>(header_hosts.size());
+    }
     if (s->nodes < 2) s->nodes = -1;
   }
 }
@@ -249,7 +438,8 @@ std::string FamilyTransport(const std::string& family, const std::string& networ
 }
 
 std::string ScopeInterNode(const Scope& s) {
-  if (s.proven_single) return "none(single node)";
+  if (s.single()) return "none(single node)";
+  if (!s.multi()) return "unknown";
   std::map<std::string, int> fam;
   std::string net_of_channels;
   for (const Derived* d : s.procs) {
@@ -264,7 +454,7 @@ std::string ScopeInterNode(const Scope& s) {
                                  [](const auto& a, const auto& b) { return a.second < b.second; });
     return FamilyTransport(best->first, net_of_channels);
   }
-  if (s.multi || s.weak_multi) {
+  {
     std::map<std::string, int> fams;
     std::string net;
     for (const Derived* d : s.procs) {
@@ -279,8 +469,6 @@ std::string ScopeInterNode(const Scope& s) {
                                  [](const auto& a, const auto& b) { return a.second < b.second; });
     return FamilyTransport(best->first, net);
   }
-  if (s.single) return "none(single node)";
-  return "unknown";
 }
 
 Evidence ToEvidence(const State& st, const Ev& ev) {
@@ -290,13 +478,6 @@ Evidence ToEvidence(const State& st, const Ev& ev) {
   e.line = ev.line;
   e.text = ev.text;
   return e;
-}
-
-const Ev& FirstSet(std::initializer_list<const Ev*> evs) {
-  for (const Ev* e : evs) {
-    if (e->set()) return *e;
-  }
-  return **evs.begin();
 }
 
 // NCCL_IB_DISABLE=1 / NCCL_NET=Socket anywhere in the scope: the job asked for sockets.
@@ -338,30 +519,39 @@ struct Builder {
 void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder* b) {
   const ProcState& p = *d.p;
   const SourceState& ss = *st.sources[p.source];
-  // TCP fallback: the data path is TCP and traffic crosses nodes (or NET channels use it).
-  if (d.tcp && (s.multi || (d.socket_channels && !s.proven_single))) {
+  // TCP fallback: a TCP net is selected. Certain when the job is proven to span nodes,
+  // suspected when the log does not show how many it spans, nothing on one proven node.
+  if (d.tcp && !s.single()) {
     bool deliberate = Deliberate(s);
     std::string what = d.family == "OFI" ? "aws-ofi-nccl runs on the libfabric '" + d.provider +
                                                "' provider (TCP/UDP), not EFA"
                                          : "inter-node traffic uses NCCL's Socket transport (TCP)";
-    if (deliberate) what += "; requested by NCCL_IB_DISABLE=1 or NCCL_NET=Socket";
-    b->Add(kTcpFallback, deliberate ? Severity::kWarning : Severity::kCritical, &p, what, 1,
+    if (deliberate) what += "; by configuration (NCCL_IB_DISABLE=1 or NCCL_NET=Socket)";
+    if (!s.multi()) what += std::string("; ") + kSuspected;
+    b->Add(kTcpFallback, deliberate || !s.multi() ? Severity::kWarning : Severity::kCritical, &p,
+           what, 1,
            FirstSet({&p.ev_socket_channel, &p.ev_network, &p.ev_provider, &p.ev_socket_using}));
   }
-  // Loopback.
-  if (s.multi && p.boot_loopback) {
-    b->Add(kLoopbackMisuse, Severity::kCritical, &p,
-           "multi-node job bootstraps over the loopback interface " + p.boot_if + " (" +
-               p.boot_addr + "): other nodes cannot reach it",
+  // Loopback: the same three ways, for a bootstrap or Socket transport on lo / 127.x.
+  if (p.boot_loopback && !s.single()) {
+    b->Add(kLoopbackMisuse, s.multi() ? Severity::kCritical : Severity::kWarning, &p,
+           s.multi() ? "multi-node job bootstraps over the loopback interface " + p.boot_if + " (" +
+                           p.boot_addr + "): other nodes cannot reach it"
+                     : "the job bootstraps over the loopback interface " + p.boot_if + " (" +
+                           p.boot_addr + "), which other nodes cannot reach; " + kSuspected,
            1, p.ev_bootstrap);
-  } else if (s.multi && p.socket_lists_loopback && d.tcp) {
-    b->Add(kLoopbackMisuse, Severity::kCritical, &p,
-           "multi-node job lists the loopback interface for NCCL's Socket transport", 1,
-           p.ev_socket_using);
+  } else if (p.socket_lists_loopback && d.tcp && !s.single()) {
+    b->Add(
+        kLoopbackMisuse, s.multi() ? Severity::kCritical : Severity::kWarning, &p,
+        s.multi()
+            ? std::string("multi-node job lists the loopback interface for NCCL's Socket transport")
+            : std::string("NCCL's Socket transport lists the loopback interface; ") + kSuspected,
+        1, p.ev_socket_using);
   } else if (p.ev_ifname.set()) {
     b->Add(kLoopbackMisuse, Severity::kWarning, &p,
-           "NCCL_SOCKET_IFNAME selects the loopback interface; only a single-node job can work", 1,
-           p.ev_ifname);
+           "NCCL_SOCKET_IFNAME selects the loopback interface (by configuration); only a "
+           "single-node job can work",
+           1, p.ev_ifname);
   }
   // Net plugin.
   bool external_loaded = p.plugin_loaded && !p.plugin_init_failed;
@@ -377,12 +567,13 @@ void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder*
                (ss.ev_efa_empty.set() ? " (libfabric lists no EFA device)" : ""),
            p.plugin_failures.count, p.plugin_failures.first);
   } else if (!external_loaded && (p.plugin_abi_mismatch || p.plugin_not_found)) {
-    bool harmful = d.tcp && s.multi;
+    bool harmful = d.tcp && !s.single();
     std::string why = p.plugin_abi_mismatch
                           ? "a libnccl-net.so was found but exports no usable ncclNetPlugin symbol"
                           : "no external network plugin (libnccl-net.so) was found";
     if (harmful) {
       why += "; NCCL fell back to TCP sockets between nodes";
+      if (!s.multi()) why += std::string(" (") + kSuspected + ")";
     } else if (d.family == "IB") {
       why += "; normal here: NCCL's internal IB transport is used";
     } else {
@@ -447,11 +638,12 @@ std::string Verdict(const Report& r, const Summary& s) {
     if (s.nodes > 0) t += (t.empty() ? "" : " on ") + std::to_string(s.nodes) + " nodes";
     return t.empty() ? std::string("the job uses") : t + " use";
   };
+  const std::string tcp_net = s.network_family == "OFI"
+                                  ? "the OFI provider '" + s.ofi_provider + "' (TCP)"
+                                  : std::string("NET/Socket");
   for (const Finding& f : r.findings) {
     if (f.kind == kTcpFallback && f.severity == Severity::kCritical) {
-      return "TCP FALLBACK: " + nodes_text() + " " +
-             (s.network_family == "OFI" ? "the OFI provider '" + s.ofi_provider + "' (TCP)"
-                                        : std::string("NET/Socket")) +
+      return "TCP FALLBACK: " + nodes_text() + " " + tcp_net +
              " for inter-node traffic instead of EFA/IB RDMA";
     }
   }
@@ -466,6 +658,12 @@ std::string Verdict(const Report& r, const Summary& s) {
   std::string where;
   if (s.inter_node_transport == "none(single node)") {
     where = "single node, no inter-node traffic";
+  } else if (s.nodes_evidence == "unknown") {
+    where = "node count unknown (the log does not show how many nodes the job spans)";
+    if (!s.network.empty()) {
+      where += ", network " + s.network;
+      if (s.network_family == "OFI") where += " (" + s.ofi_provider + ")";
+    }
   } else if (s.inter_node_transport == "unknown") {
     where = "inter-node transport unknown (the log does not show it)";
   } else {
@@ -475,15 +673,36 @@ std::string Verdict(const Report& r, const Summary& s) {
   }
   std::string warnings;
   std::set<std::string> seen;
+  bool suspected_tcp = false;
   for (const Finding& f : r.findings) {
     if (f.severity == Severity::kWarning && seen.insert(f.kind).second) {
       warnings += (warnings.empty() ? "" : ", ") + f.kind;
     }
+    if (f.kind == kTcpFallback && f.message.find(kSuspected) != std::string::npos) {
+      suspected_tcp = true;
+    }
   }
-  if (s.tcp_fallback) return "TCP (DELIBERATE): " + where + "; warnings: " + warnings;
+  const bool deliberate = s.tcp_fallback && !suspected_tcp;
+  if (deliberate) return "TCP (DELIBERATE): " + where + "; warnings: " + warnings;
+  if (s.tcp_fallback) {
+    for (const Finding& f : r.findings) {
+      if (f.kind == kTcpFallback && f.message.find("by configuration") != std::string::npos) {
+        return "TCP (DELIBERATE, SUSPECTED): " + tcp_net + " is selected by configuration; " +
+               where + "; warnings: " + warnings;
+      }
+    }
+    return "SUSPECTED TCP FALLBACK: " + tcp_net + " is selected; " + where +
+           "; warnings: " + warnings;
+  }
   if (!warnings.empty()) return "WARNING: " + where + "; " + warnings;
-  // Without transport evidence there is nothing to call OK.
-  if (s.inter_node_transport == "unknown") return "UNKNOWN: " + where;
+  // Without transport evidence there is nothing to call OK; an RDMA net selected on a node of
+  // unknown count is (a TCP or loopback net always leaves a warning above).
+  if (s.inter_node_transport == "unknown") {
+    if (s.nodes_evidence == "unknown" && (s.network_family == "IB" || s.network_family == "OFI")) {
+      return "OK: " + where;
+    }
+    return "UNKNOWN: " + where;
+  }
   return "OK: " + where;
 }
 
@@ -646,12 +865,25 @@ Report Analyzer::Snapshot() const {
     if (t == "none(single node)") return 2;
     return 1;
   };
+  // Between scopes of equal transport rank, a proven count tells more than none.
+  auto key_of = [&](const Scope& s) {
+    return rank_of(s.inter_node) * 3 + (s.multi() ? 2 : s.single() ? 1 : 0);
+  };
+  const Scope* chosen = nullptr;
   for (const auto& [key, s] : scopes) {
-    if (rank_of(s.inter_node) > rank_of(inter)) {
-      inter = s.inter_node;
-      sum.nodes = s.nodes;
-      sum.ranks = s.ranks;
-    }
+    if (chosen == nullptr || key_of(s) > key_of(*chosen)) chosen = &s;
+  }
+  if (chosen != nullptr) {
+    inter = chosen->inter_node;
+    sum.nodes = chosen->nodes;
+    sum.ranks = chosen->ranks;
+    sum.nodes_evidence = chosen->multi()    ? "proven_multi"
+                         : chosen->single() ? "proven_single"
+                                            : "unknown";
+    sum.nodes_rule = chosen->rule;
+    sum.nodes_proof = ToEvidence(st, chosen->proof);
+  }
+  for (const auto& [key, s] : scopes) {
     if (sum.ranks < 0) sum.ranks = s.ranks;
   }
   sum.inter_node_transport = inter;

@@ -26,6 +26,15 @@ struct Ev {
   bool set() const { return line != 0 || !text.empty(); }
 };
 
+// Where a line is, without its text: for evidence kept per communicator, which are too many to
+// keep a copy of the line each.
+struct LineRef {
+  uint32_t source = 0;
+  uint64_t line = 0;
+  bool set() const { return line != 0; }
+  Ev AsEv() const { return Ev{source, line, {}}; }
+};
+
 // A counted observation with its first evidence.
 struct Tally {
   uint64_t count = 0;
@@ -44,10 +53,17 @@ struct CommState {
   bool started = false;
   bool complete = false;
   bool aborted = false;
+  int local_ranks = -1;  // "localRanks" (NCCL >= 2.19)
   std::vector<std::pair<std::string, uint64_t>> transports;
   uint64_t net_channels = 0;
   uint64_t net_gdr_channels = 0;
   uint64_t socket_channels = 0;
+  // Ring edges over P2P/SHM, counted by (channel << 6 | sending rank) for channels and ranks
+  // below 64: a channel whose senders cover every rank of the communicator is a ring that never
+  // leaves the node. Counted (not flagged) so Merge can take back what `lead` gave.
+  std::vector<std::pair<uint32_t, uint32_t>> ring_local;
+  LineRef ev;        // the line that created this communicator
+  LineRef ev_nodes;  // the first line with nNodes or localRanks
 };
 
 struct ProcState {
@@ -90,6 +106,15 @@ struct ProcState {
   std::string boot_addr;
   bool boot_loopback = false;
 
+  // Node identity: this process's own non-loopback addresses (bootstrap, NET/Socket and OOB
+  // interface lists), the peers its errors name (addresses and host names apart), and where a
+  // launcher says it runs (Ray "ip=", pdsh "host: "). Small sets, deduplicated, capped.
+  std::vector<std::string> addrs;
+  bool socket_list_seen = false;  // the NET/Socket interface list was parsed once
+  std::vector<std::string> peer_addrs;
+  std::vector<std::string> peer_names;
+  std::vector<std::string> launcher_hosts;
+
   // GDR.
   Tally gdr_on;
   Tally gdr_off;
@@ -130,10 +155,15 @@ struct ProcState {
   Ev ev_ifname;
   Ev ev_plugin;
   Ev ev_ib_disable;
+  Ev ev_first;     // the first record of this process
+  Ev ev_peer;      // the first error naming a peer
+  Ev ev_launcher;  // the first record with a launcher prefix
+  Ev ev_timeout;   // the connect that timed out (remote_timeout)
 };
 
 struct HeaderRank {
   int rank = -1;
+  uint32_t pid = 0;
   std::string host;
 };
 
@@ -147,6 +177,7 @@ struct SourceState {
   Ev ev_launcher_ifname;
   Ev ev_launcher_ib_disable;
   std::vector<HeaderRank> header;  // nccl-tests "#  Rank N ... on HOST device D"
+  Ev ev_header;                    // its first line
   Tally watchdog;
   Tally framework_errors;  // "NCCL error in:", "Test NCCL failure", communicator aborted
   // libfabric lines carry the pid but no host: kept here and matched to processes by pid.
@@ -187,5 +218,7 @@ struct State {
 uint32_t SourceIndexFor(State* st, std::string_view name);
 void AddSettingTo(std::vector<std::pair<std::string, std::string>>* settings, size_t cap,
                   std::string_view name, std::string_view value);
+// Adds `value` to a small set kept as a vector, unless present or the set holds `cap` items.
+void AddUnique(std::vector<std::string>* set, std::string_view value, size_t cap);
 
 }  // namespace efawatch::nccl::internal

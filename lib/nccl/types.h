@@ -96,7 +96,13 @@ struct Summary {
   std::string gdr;                   // "on", "off", "partial", "unknown"
   int nodes = -1;                    // best node count estimate, -1 unknown
   int ranks = -1;                    // largest nranks seen
-  std::string verdict;               // the one-line verdict printed first by `efawatch analyze`
+  // What the log proves about the number of nodes the job spans: "proven_single",
+  // "proven_multi" or "unknown" (docs/nccl-findings.md lists the rules). A TCP or loopback net
+  // is a certain problem when multi-node is proven, a suspected one when the count is unknown.
+  std::string nodes_evidence = "unknown";
+  std::string nodes_rule;  // the rule that proved it ("nnodes", "addresses", ...); empty if unknown
+  Evidence nodes_proof;    // the line it rests on
+  std::string verdict;     // the one-line verdict printed first by `efawatch analyze`
   uint64_t lines = 0;
   uint64_t nccl_lines = 0;
   uint64_t malformed_lines = 0;

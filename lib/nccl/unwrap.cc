@@ -238,7 +238,8 @@ bool ParseDockerJson(std::string_view line, std::string* text, bool* partial) {
   return false;  // no closing quote
 }
 
-std::string_view CleanLine(std::string_view line, std::string* scratch, bool may_hold_ansi) {
+std::string_view CleanLine(std::string_view line, std::string* scratch, bool may_hold_ansi,
+                           std::string_view* ray_prefix) {
   if (may_hold_ansi && !line.empty() && memchr(line.data(), '\x1b', line.size()) != nullptr) {
     RemoveAnsi(line, scratch);
     line = *scratch;
@@ -286,6 +287,7 @@ std::string_view CleanLine(std::string_view line, std::string* scratch, bool may
       n = MpiTagLength(line);
     } else if (line[0] == '(') {
       n = RayPrefixLength(line);
+      if (n != 0 && ray_prefix != nullptr) *ray_prefix = line.substr(0, n);
     }
     if (n == 0) break;
     line.remove_prefix(n);

@@ -43,8 +43,10 @@ size_t TimestampLength(std::string_view s);
 // the line are left to the record scanner, which finds records anywhere. Uses `scratch` only
 // when bytes must be removed from the middle (ANSI codes).
 // `may_hold_ansi` false skips the search for ANSI codes, for callers that checked a whole block
-// for ESC bytes at once.
-std::string_view CleanLine(std::string_view line, std::string* scratch, bool may_hold_ansi = true);
+// for ESC bytes at once. When `ray_prefix` is given, it receives the Ray prefix removed
+// ("(RayTrainWorker pid=1, ip=10.0.0.5)"), and is left alone when there was none.
+std::string_view CleanLine(std::string_view line, std::string* scratch, bool may_hold_ansi = true,
+                           std::string_view* ray_prefix = nullptr);
 
 // Joins the pieces of a record split by the runtime ("P" records, docker lines without "\n").
 // Bounded: text beyond `max_bytes` is dropped and reported as truncated.

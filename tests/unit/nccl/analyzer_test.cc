@@ -262,10 +262,24 @@ TEST(AnalyzerTest, LoopbackBootstrapInMultiNodeJobIsCritical) {
       "a:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
       "b:2:2 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
       "a:1:1 [0] NCCL INFO Using network IB",
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0",
   });
   const Finding* f = FindKind(r, kLoopbackMisuse);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kCritical);
+}
+
+// Host names are weak evidence: two names do not outweigh a bootstrap on loopback, which only
+// one node can use.
+TEST(AnalyzerTest, LoopbackBootstrapOutweighsHostNames) {
+  Report r = Analyze({
+      "a:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
+      "b:2:2 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
+      "a:1:1 [0] NCCL INFO Using network IB",
+  });
+  EXPECT_EQ(FindKind(r, kLoopbackMisuse), nullptr);
+  EXPECT_EQ(r.summary.nodes_evidence, "proven_single");
+  EXPECT_EQ(r.summary.nodes_rule, "bootstrap_loopback");
 }
 
 TEST(AnalyzerTest, AutomaticLoopbackOnSingleNodeIsFine) {
@@ -476,19 +490,26 @@ TEST(AnalyzerTest, GroupBySourceKeepsHostsApart) {
   Analyzer a(o);
   a.Feed("pod-a.log", 1, "a:1:1 [0] NCCL INFO Using network Socket");
   a.Feed("pod-b.log", 1, "b:2:2 [0] NCCL INFO Using network Socket");
-  EXPECT_FALSE(a.Snapshot().summary.tcp_fallback);
+  // Each pod alone shows one host: the Socket net is a suspected fallback, not a certain one.
+  Report apart = a.Snapshot();
+  EXPECT_TRUE(apart.summary.tcp_fallback);
+  EXPECT_EQ(apart.summary.nodes_evidence, "unknown");
+  EXPECT_EQ(apart.MaxSeverity(), Severity::kWarning);
   Analyzer joined;
   joined.Feed("pod-a.log", 1, "a:1:1 [0] NCCL INFO Using network Socket");
   joined.Feed("pod-b.log", 1, "b:2:2 [0] NCCL INFO Using network Socket");
-  EXPECT_TRUE(joined.Snapshot().summary.tcp_fallback);
+  Report together = joined.Snapshot();
+  EXPECT_TRUE(together.summary.tcp_fallback);
+  EXPECT_EQ(together.summary.nodes_evidence, "proven_multi");
+  EXPECT_EQ(together.MaxSeverity(), Severity::kCritical);
 }
 
 TEST(AnalyzerTest, SnapshotCanBeTakenWhileFeeding) {
   Analyzer a;
   a.Feed("x", 1, "a:1:1 [0] NCCL INFO Using network Socket");
-  EXPECT_FALSE(a.Snapshot().summary.tcp_fallback);
+  EXPECT_EQ(a.Snapshot().MaxSeverity(), Severity::kWarning);  // suspected: one host so far
   a.Feed("x", 2, "b:2:2 [0] NCCL INFO Using network Socket");
-  EXPECT_TRUE(a.Snapshot().summary.tcp_fallback);
+  EXPECT_EQ(a.Snapshot().MaxSeverity(), Severity::kCritical);
 }
 
 TEST(AnalyzerTest, RendersJson) {

@@ -29,40 +29,52 @@ struct Dispute {
   const char* ours;
   const char* why;
 };
+// Most of these rows are labelled single node, or with the transport of the cluster,
+// where the excerpt proves neither one node nor several under the node-count rules
+// (docs/nccl-findings.md, "Node count"): one host name is weak evidence, and fewer ranks in a
+// log than nranks proves nothing (a node may run one pod per GPU). Where such an excerpt shows
+// a TCP net selected, the analyzer reports a suspected fallback.
 constexpr Dispute kDisputes[] = {
-    {"003-", "tcp_fallback", "no",
-     "the MANIFEST note says two long NvYt-* host names, but lines 1-4 and 6-9 (all 8 records) "
-     "carry one and the same host name (NvYt-dcf441d17e21-...-c2959af0), and its two processes "
-     "(pid 97 dev [0], lines 1-4; pid 98 dev [1], lines 6-9) bootstrap from the same addresses "
-     "(lines 1 and 6: ip6tnl0 fe80::e866:19ff:fe1e:a688, veth0 "
-     "2a02:6b8:fc1d:3606:0:4457:edef:600a). "
-     "No nranks, nNodes, channel, connect or error line shows a second node. NCCL_IB_DISABLE=1 "
-     "(lines 3, 8) and NET/Socket : Using (lines 4, 9) are printed by one-node jobs too "
-     "(reference/nccl-log-formats.md 3.1), and 3.2 flags TCP fallback only when multi-node: the "
-     "excerpt shows a one-node, two-GPU job with no TCP traffic between nodes"},
-    {"003-", "inter_node_transport", "none(single node)",
-     "same excerpt: one host name (lines 1-9) and one bootstrap address list (lines 1, 6) for "
-     "both processes"},
-    {"023-", "inter_node_transport", "none(single node)",
-     "all 10 prefixed lines (1-6, 8-11) come from one host, algo-1 (4 processes: pids 18569, "
-     "18564, 18565, 18563 on devices 7, 2, 3, 1), and no line names another host or address; "
-     "there is no nranks/nNodes, channel, connect or completion line (reference 3.1 lists those "
-     "as the evidence of a multi-node job). 'Selected Provider is efa (found 4 nics)' (lines 5, "
-     "6), 'Internode latency set at 75.0 us' (line 2, a plugin constant) and 'Using non-device net "
-     "plugin version 0' (line 11) come from net initialization, which one-node jobs run too: they "
-     "name the net inter-node traffic would use, not traffic. A rule that read them as inter-node "
-     "traffic would contradict 038, labelled single node on the same kind of evidence (one host, "
-     "'Using network IB', nothing else), and 045 (the same SageMaker setup, algo-1 only, "
-     "'Selected Provider is efa', 'Using network AWS Libfabric') is labelled unknown"},
-    {"078-", "gdr", "unknown",
-     "no /GDRDMA channel line, no 'GPU Direct RDMA Enabled', no NCCL_NET_GDR_LEVEL or "
-     "FI_EFA_USE_DEVICE_RDMA echo, no peer-memory line in the excerpt. The only hint is the WARN "
-     "'Got completion from peer ... with error 4' on both VMs (lines 1 and 8), "
-     "IBV_WC_LOC_PROT_ERR: "
-     "a memory registration fault (reference 2.6: 'memory registration / GDR problem') that a "
-     "broken GPU registration can cause, but so can a host-memory registration under a VM's "
-     "IOMMU; it does not tell whether GDR was on. 'GDR test' is the issue's title, not the "
+    {"014-", "tcp_fallback", "yes",
+     "'Using network Socket' (line 9) with nothing that proves one node: NCCL 2.3.7 prints no "
+     "nNodes; the only communicator line is 'rank 0 nranks 4' (line 11) of process 32632, and "
+     "the second process (32633, lines 12-18) prints no rank; no channel line; both use the host "
+     "name ml3, which is weak evidence. Two of four ranks seen in a log is not proof of one node, "
+     "so the Socket net is a suspected fallback"},
+    {"014-", "inter_node_transport", "unknown",
+     "same excerpt: no nNodes, no channel line, ranks 1-3 of 'nranks 4' (line 11) never print a "
+     "communicator line; the node count is unknown"},
+    {"076-", "tcp_fallback", "yes",
+     "'Using network Socket' (lines 1, 4, 7) and 'NET/Socket : Using [0]enp1s0f0' (lines 3, 6) "
+     "from four processes (pids 5019-5022, devices 0-3) on host name axon; the excerpt has no "
+     "communicator line at all (no nranks, no nNodes), no channel line and no bootstrap line. "
+     "Four GPUs under one host name do not show that no other node takes part, so the Socket "
+     "net is a suspected fallback"},
+    {"076-", "inter_node_transport", "unknown",
+     "same excerpt: no nranks, nNodes or channel line proves one node"},
+    {"082-", "tcp_fallback", "yes",
+     "'NET/Socket : Using [0]eno1:192.168.0.100<0>' (line 6) after 'Failed to open "
+     "libibverbs.so[.1]' (line 5): the Socket net; one process (7436) drives GPUs 0 and 1 "
+     "(lines 9, 10), but no communicator line gives nranks or nNodes and no channel line "
+     "follows, so the excerpt does not show that these two GPUs are the whole job"},
+    {"082-", "inter_node_transport", "unknown",
+     "same excerpt: no nranks, nNodes or channel line proves one node"},
+    {"038-", "inter_node_transport", "unknown",
+     "one NCCL process (gpu-dev006:25486, lines 7-10) with 'Using network IB' (line 10); the "
+     "'distributed init (rank 0..3)' lines 3-6 are the training script's own prints and give no "
+     "rank count; no communicator, nNodes or channel line, so one host name is all there is"},
+    {"044-", "inter_node_transport", "unknown",
+     "six lines of NCCL's tuning table from one process (pid 1, lines 1-6): no communicator, "
+     "network, bootstrap or channel line, nothing about nodes"},
+    {"029-", "inter_node_transport", "unknown",
+     "'rank 0 nranks 8' (line 12) and three processes on learnfair0536 (46393, 46394, 46395, "
+     "devices 0-2); no channel, nNodes or connect line. Ranks missing from a log are not proof "
+     "of another node (a DGX-1 holds all 8); the two DGX-1 machines are the issue's, not the "
      "excerpt's"},
+    {"071-", "inter_node_transport", "unknown",
+     "one process (hostname1:25668) with 'rank 0 nranks 16' (line 4) and 'Using network IB' "
+     "(line 3); no channel, nNodes or localRanks line. Fifteen ranks missing from the log are "
+     "not proof of another node"},
 };
 
 const Dispute* FindDispute(const std::string& file, const std::string& column) {
