@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/nccl/analyzer.h"
-#include "daemon/nccl/report_json.h"
+#include "lib/nccl/analyzer.h"
+#include "lib/nccl/report_json.h"
 
 namespace efawatch::nccl {
 namespace {

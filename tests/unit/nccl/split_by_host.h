@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/nccl/record_scanner.h"
-#include "daemon/nccl/unwrap.h"
+#include "lib/nccl/record_scanner.h"
+#include "lib/nccl/unwrap.h"
 
 // Cuts one job's log into the share each node's agent would see: one piece per host name of
 // the NCCL records (the first record of a line decides). nccl-tests placement lines

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/nccl/text_util.h"
+#include "lib/nccl/text_util.h"
 #include "tests/unit/nccl/nccl_test_util.h"
 #include "tests/unit/nccl/split_by_host.h"
 
