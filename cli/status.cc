@@ -32,9 +32,10 @@ void PrintText(const v1::NodeHealth& h, std::ostream& out) {
   out << "nccl pods: " << (h.pods().empty() ? "none" : "") << "\n";
   for (const auto& p : h.pods()) {
     out << "  " << p.namespace_() << "/" << p.pod() << "/" << p.container() << "  "
-        << (p.tcp_fallback()      ? "TCP FALLBACK"
-            : p.loopback_misuse() ? "LOOPBACK"
-                                  : "ok")
+        << (p.tcp_fallback() || p.loopback_misuse()
+                ? std::string(p.tcp_fallback() ? "TCP FALLBACK" : "LOOPBACK") +
+                      (p.nodes_evidence() == "proven_multi" ? "" : " (suspected)")
+                : std::string("ok"))
         << "  " << p.transport() << (p.ofi_provider().empty() ? "" : " (" + p.ofi_provider() + ")")
         << "  NCCL " << p.nccl_version() << "\n";
   }

@@ -287,6 +287,7 @@ void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink) {
   info.push_back({"transport", n.transport});
   info.push_back({"ofi_provider", n.ofi_provider});
   info.push_back({"nccl_version", n.nccl_version});
+  info.push_back({"nodes", n.nodes_evidence.empty() ? "unknown" : n.nodes_evidence});
   sink.Add(metrics::M::kNcclInfo, info, 1);
   sink.Add(metrics::M::kNcclProcesses, l, static_cast<double>(n.processes));
   sink.Add(metrics::M::kNcclCommunicators, l, static_cast<double>(n.communicators));

@@ -166,8 +166,10 @@ std::vector<MetricDef> BuildTable() {
       {M::kNcclInfo.name(),
        T::kGauge,
        "Always 1; labels name the network, inter-node transport, OFI provider and NCCL version "
-       "the container's NCCL uses.",
-       {"namespace", "pod", "container", "network", "transport", "ofi_provider", "nccl_version"}},
+       "the container's NCCL uses, and what its log proves about the job's node count (nodes: "
+       "proven_single, proven_multi or unknown; a TCP net is certain only with proven_multi).",
+       {"namespace", "pod", "container", "network", "transport", "ofi_provider", "nccl_version",
+        "nodes"}},
       {M::kNcclProcesses.name(),
        T::kGauge,
        "NCCL processes seen in the container's current run.",

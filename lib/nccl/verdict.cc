@@ -15,6 +15,7 @@ Verdict VerdictOf(const Report& report) {
   v.transport = s.inter_node_transport;
   v.ofi_provider = s.ofi_provider;
   v.nccl_version = s.nccl_version;
+  v.nodes_evidence = s.nodes_evidence;
   v.processes = report.processes.size();
   for (const auto& p : report.processes) {
     v.communicators += p.communicators.size();
@@ -32,7 +33,8 @@ void FillFromEarlier(Verdict& v, const Verdict& earlier) {
   for (auto [mine, theirs] : {std::pair{&v.network, &earlier.network},
                               {&v.transport, &earlier.transport},
                               {&v.ofi_provider, &earlier.ofi_provider},
-                              {&v.nccl_version, &earlier.nccl_version}}) {
+                              {&v.nccl_version, &earlier.nccl_version},
+                              {&v.nodes_evidence, &earlier.nodes_evidence}}) {
     if (mine->empty() || *mine == "unknown") *mine = *theirs;
   }
   v.processes = std::max(v.processes, earlier.processes);

@@ -21,6 +21,10 @@ struct Verdict {
   std::string transport;     // inter-node transport: "NET/OFI", "NET/Socket", "none(single node)"
   std::string ofi_provider;  // "efa", "tcp;ofi_rxm", "none", "unknown"
   std::string nccl_version;
+  // What the log proves about the job's node count: "proven_single", "proven_multi", "unknown".
+  // A TCP or loopback net is a certain fault only when multi-node is proven (a suspected one
+  // otherwise): alerts take their severity from it.
+  std::string nodes_evidence;
   uint64_t processes = 0;
   uint64_t communicators = 0;
   uint64_t warnings = 0;  // NCCL WARN records, summed over processes
@@ -43,6 +47,7 @@ void ForEachField(V& v, F&& f) {
   f("transport", v.transport);
   f("ofi_provider", v.ofi_provider);
   f("nccl_version", v.nccl_version);
+  f("nodes_evidence", v.nodes_evidence);
   f("processes", v.processes);
   f("communicators", v.communicators);
   f("warnings", v.warnings);

@@ -25,6 +25,7 @@ void ToProto(const nccl::Verdict& v, v1::PodVerdict* out) {
   out->set_transport(v.transport);
   out->set_ofi_provider(v.ofi_provider);
   out->set_nccl_version(v.nccl_version);
+  out->set_nodes_evidence(v.nodes_evidence);
   out->set_processes(v.processes);
   out->set_communicators(v.communicators);
 }
@@ -39,6 +40,7 @@ nccl::Verdict FromProto(const v1::PodVerdict& in) {
   v.transport = in.transport();
   v.ofi_provider = in.ofi_provider();
   v.nccl_version = in.nccl_version();
+  v.nodes_evidence = in.nodes_evidence();
   v.processes = in.processes();
   v.communicators = in.communicators();
   return v;
