@@ -57,16 +57,80 @@ absl::StatusOr<std::unique_ptr<App>> App::Create(const Config& config, const com
   return app;
 }
 
+namespace {
+
+logs::TailerOptions TailerOptionsFrom(const Config& c) {
+  logs::TailerOptions o;
+  o.pod_log_root = c.paths.pod_log_root;
+  o.max_files = c.max_log_files;
+  o.globs = c.log_globs;
+  std::error_code ec;
+  std::filesystem::create_directories(c.state_dir, ec);
+  if (std::filesystem::is_directory(c.state_dir, ec)) {
+    o.state_file = c.state_dir / "logs-checkpoint.json";
+  } else {
+    spdlog::warn("state dir {} is not usable: log offsets will not survive a restart",
+                 c.state_dir.string());
+  }
+  return o;
+}
+
+efa::EfaMonitorOptions EfaOptionsFrom(const Config& c) {
+  efa::EfaMonitorOptions o;
+  o.sysfs_root = c.paths.sysfs;
+  o.procfs_root = c.paths.procfs;
+  o.interface_prefixes = c.net_interface_prefixes;
+  o.min_read_interval = c.efa_min_read_interval;
+  o.evaluate_interval = c.efa_evaluate_interval;
+  o.health.clear_after = c.efa_clear_after;
+  o.health.rise_thresholds = c.efa_rise_thresholds;
+  o.health.expected_devices = c.efa_expected_devices > 0 ? c.efa_expected_devices
+                                                         : efa::ExpectedEfaDevices(c.instance_type);
+  return o;
+}
+
+// Without --fabric-interface, EFA (and shm, which never leaves the host) are tried on any
+// device; IP providers (tcp, sockets) are pinned to loopback, so an agent never exposes an
+// unauthenticated fabric endpoint on the network unless told to (the DaemonSet names the pod's
+// interface). Each attempt is (providers, interface), in order.
+std::vector<std::pair<std::vector<std::string>, std::string>> FabricAttempts(const Config& c) {
+  std::vector<std::pair<std::vector<std::string>, std::string>> attempts;
+  if (!c.fabric_interface.empty()) {
+    attempts.push_back({c.fabric_providers, c.fabric_interface});
+    return attempts;
+  }
+  std::vector<std::string> rdma, others;
+  for (const auto& p : c.fabric_providers) {
+    (p.starts_with("efa") || p == "shm" ? rdma : others).push_back(p);
+  }
+  if (!rdma.empty()) attempts.push_back({rdma, ""});
+  if (!others.empty()) attempts.push_back({others, "lo"});
+  return attempts;
+}
+
+}  // namespace
+
 absl::Status App::Start() {
   spdlog::info("efawatchd {} ({}) starting on node {}", EFAWATCH_VERSION, EFAWATCH_REVISION,
                config_.node_name);
   if (std::string(EFAWATCH_NCCL_VERSION).empty()) {
     spdlog::info("NCCL probe: not built (this build has no CUDA/NCCL)");
   }
-
   process_collector_ = std::make_unique<common::ProcessCollector>();
   findings_collector_ = std::make_unique<common::FindingsCollector>(findings_);
+  CreateLogs();
+  CreateEfa();
+  const fabric::EndpointOptions endpoint = CreateFabric();
+  if (auto st = CreateGrpc(); !st.ok()) return st;
+  if (auto st = CreateMesh(endpoint); !st.ok()) return st;
+  if (auto st = CreateMetrics(); !st.ok()) return st;
+  // Background work starts once both edges are bound: a bad configuration exits before any.
+  efa_->Start();
+  if (mesh_) mesh_->Start();
+  return tailer_->Start();
+}
 
+void App::CreateLogs() {
   std::error_code ec;
   if (!std::filesystem::is_directory(config_.paths.pod_log_root, ec)) {
     spdlog::warn("pod log root {} does not exist: no pod logs to analyze until it does",
@@ -74,33 +138,15 @@ absl::Status App::Start() {
   } else {
     spdlog::info("log analysis: pod log root {}", config_.paths.pod_log_root.string());
   }
-  logs::TailerOptions topts;
-  topts.pod_log_root = config_.paths.pod_log_root;
-  topts.max_files = config_.max_log_files;
-  topts.globs = config_.log_globs;
-  std::filesystem::create_directories(config_.state_dir, ec);
-  if (std::filesystem::is_directory(config_.state_dir, ec)) {
-    topts.state_file = config_.state_dir / "logs-checkpoint.json";
-  } else {
-    spdlog::warn("state dir {} is not usable: log offsets will not survive a restart",
-                 config_.state_dir.string());
-  }
   logs::PodAnalysisOptions popts;
   popts.grace_period = config_.pod_grace_period;
   pods_ = std::make_unique<logs::PodAnalysis>(popts, clock_, &findings_, nullptr);
-  tailer_ = std::make_unique<logs::Tailer>(topts, pods_.get(), clock_);
+  tailer_ = std::make_unique<logs::Tailer>(TailerOptionsFrom(config_), pods_.get(), clock_);
   pods_->set_tailer_counters(&tailer_->counters());
-  efa::EfaMonitorOptions eopts;
-  eopts.sysfs_root = config_.paths.sysfs;
-  eopts.procfs_root = config_.paths.procfs;
-  eopts.interface_prefixes = config_.net_interface_prefixes;
-  eopts.min_read_interval = config_.efa_min_read_interval;
-  eopts.evaluate_interval = config_.efa_evaluate_interval;
-  eopts.health.clear_after = config_.efa_clear_after;
-  eopts.health.rise_thresholds = config_.efa_rise_thresholds;
-  eopts.health.expected_devices = config_.efa_expected_devices > 0
-                                      ? config_.efa_expected_devices
-                                      : efa::ExpectedEfaDevices(config_.instance_type);
+}
+
+void App::CreateEfa() {
+  const efa::EfaMonitorOptions eopts = EfaOptionsFrom(config_);
   // The EFA fallback rule needs to know whether NCCL jobs run here: the log analysis says.
   efa_ = std::make_unique<efa::EfaMonitor>(
       eopts, clock_, &findings_, [this] { return pods_->NcclActive(); },
@@ -125,7 +171,9 @@ absl::Status App::Start() {
                      ? fmt::format(", {} expected", eopts.health.expected_devices)
                      : "");
   }
+}
 
+fabric::EndpointOptions App::CreateFabric() {
   // The fabric is optional: a node without a usable provider still reports everything else, and
   // says why it has no responder.
   // ofi_rxm (the RDM layer over tcp) sizes its per-connection buffer pools for throughput:
@@ -140,25 +188,10 @@ absl::Status App::Start() {
   fopts.responder_options.rx_depth = config_.fabric_rx_depth;
   fopts.responder_options.max_message_bytes = config_.fabric_max_message_bytes;
   fopts.on_probe_done = [this] { PublishFabricFindings(); };
-  // Without --fabric-interface, EFA (and shm, which never leaves the host) are tried on any
-  // device; IP providers (tcp, sockets) are pinned to loopback, so an agent never exposes an
-  // unauthenticated fabric endpoint on the network unless told to (the DaemonSet names the
-  // pod's interface).
-  std::vector<std::pair<std::vector<std::string>, std::string>> attempts;
-  if (!config_.fabric_interface.empty()) {
-    attempts.push_back({config_.fabric_providers, config_.fabric_interface});
-  } else {
-    std::vector<std::string> rdma, others;
-    for (const auto& p : config_.fabric_providers) {
-      (p.starts_with("efa") || p == "shm" ? rdma : others).push_back(p);
-    }
-    if (!rdma.empty()) attempts.push_back({rdma, ""});
-    if (!others.empty()) attempts.push_back({others, "lo"});
-  }
   absl::StatusOr<std::unique_ptr<fabric::FabricService>> fabric =
       absl::NotFoundError("no fabric provider configured");
   std::vector<std::string> why;
-  for (const auto& [providers, iface] : attempts) {
+  for (const auto& [providers, iface] : FabricAttempts(config_)) {
     fopts.endpoint.providers = providers;
     fopts.endpoint.interface = iface;
     fabric = fabric::FabricService::Create(fopts, clock_);
@@ -166,26 +199,29 @@ absl::Status App::Start() {
     why.push_back(std::string(fabric.status().message()));
   }
   if (!fabric.ok() && !why.empty()) fabric = absl::NotFoundError(absl::StrJoin(why, "; "));
-  if (fabric.ok()) {
-    fabric_ = *std::move(fabric);
-    // Collectives use the same providers and interface as the responder that worked.
-    collective_ = std::make_unique<collective::Participant>(
-        config_.node_name, collective::CollectiveLimits{},
-        collective::HostBackendFactory(fopts.endpoint),
-        collective::NcclBackendFactory({.log_dir = config_.state_dir}));
-    fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
-    if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
-      spdlog::info("fabric responder: provider {} fabric {} domain {} at {}", r->info().provider,
-                   r->info().fabric, r->info().domain, r->printable_address());
-    } else {
-      spdlog::info("fabric responder: off (--fabric-responder=false); probes still run");
-    }
-    PublishFabricFindings();
-  } else {
+  if (!fabric.ok()) {
     spdlog::warn("fabric: {}; no responder and no fabric probes",
                  std::string(fabric.status().message()));
+    return fopts.endpoint;
   }
+  fabric_ = *std::move(fabric);
+  // Collectives use the same providers and interface as the responder that worked.
+  collective_ = std::make_unique<collective::Participant>(
+      config_.node_name, collective::CollectiveLimits{},
+      collective::HostBackendFactory(fopts.endpoint),
+      collective::NcclBackendFactory({.log_dir = config_.state_dir}));
+  fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
+  if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
+    spdlog::info("fabric responder: provider {} fabric {} domain {} at {}", r->info().provider,
+                 r->info().fabric, r->info().domain, r->printable_address());
+  } else {
+    spdlog::info("fabric responder: off (--fabric-responder=false); probes still run");
+  }
+  PublishFabricFindings();
+  return fopts.endpoint;
+}
 
+absl::Status App::CreateGrpc() {
   rpc::GrpcEdgeOptions gopts;
   gopts.listen = config_.grpc_listen;
   gopts.tls_cert_file = config_.grpc_tls_cert;
@@ -195,9 +231,10 @@ absl::Status App::Start() {
   auto grpc = rpc::GrpcEdge::Create(gopts, this);
   if (!grpc.ok()) return grpc.status();
   grpc_ = std::move(*grpc);
+  return absl::OkStatus();
+}
 
-  if (auto st = CreateMesh(fopts.endpoint); !st.ok()) return st;
-
+absl::Status App::CreateMetrics() {
   exporter::PrometheusEdgeOptions mopts;
   mopts.listen = config_.metrics_listen;
   mopts.build = {EFAWATCH_VERSION, EFAWATCH_REVISION, EFAWATCH_NCCL_VERSION};
@@ -210,21 +247,15 @@ absl::Status App::Start() {
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
-
   spdlog::info("metrics on {} (port {}), gRPC on {} (port {}, {})", config_.metrics_listen,
                metrics_->port(), config_.grpc_listen, grpc_->port(),
                config_.grpc_tls_cert.empty()        ? "plaintext"
                : config_.grpc_tls_client_ca.empty() ? "TLS"
                                                     : "mutual TLS");
   if (!config_.port_file.empty()) {
-    if (auto st = WritePortFile(config_.port_file, metrics_->port(), grpc_->port()); !st.ok()) {
-      return st;
-    }
+    return WritePortFile(config_.port_file, metrics_->port(), grpc_->port());
   }
-  // Background work starts once both edges are bound: a bad configuration exits before any.
-  efa_->Start();
-  if (mesh_) mesh_->Start();
-  return tailer_->Start();
+  return absl::OkStatus();
 }
 
 absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {

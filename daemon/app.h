@@ -3,11 +3,11 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "daemon/config.h"
+#include "daemon/rpc/agent_handler.h"
 #include "lib/common/clock.h"
 #include "lib/common/collector_status.h"
 #include "lib/common/findings_board.h"
-#include "daemon/config.h"
-#include "daemon/rpc/agent_handler.h"
 
 namespace efawatch {
 
@@ -64,7 +64,16 @@ class App final : public rpc::AgentHandler {
 
  private:
   App(const Config& config, const common::Clock& clock);
+  // Start builds the modules in dependency order through one small factory each, then starts
+  // the background threads once both edges are bound.
   absl::Status Start();
+  void CreateLogs();
+  void CreateEfa();
+  // Opens the fabric service (and the collective participant) on the first provider that works;
+  // returns the endpoint settings the mesh should use (those of the attempt that worked).
+  fabric::EndpointOptions CreateFabric();
+  absl::Status CreateGrpc();
+  absl::Status CreateMetrics();
   // Re-evaluates the fabric findings (not on EFA, loopback address) and publishes them. Called at
   // start and from probe threads after each probe.
   void PublishFabricFindings();
