@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/agent/coordination.h"
+#include "daemon/agent/probe_runner.h"
 #include "daemon/efa/efa_monitor.h"
 #include "daemon/efa/instance_types.h"
 #include "daemon/export/prometheus_edge.h"
@@ -121,6 +123,7 @@ absl::Status App::Start() {
   CreateLogs();
   CreateEfa();
   const fabric::EndpointOptions endpoint = CreateFabric();
+  if (auto st = CreatePeers(); !st.ok()) return st;
   if (auto st = CreateGrpc(); !st.ok()) return st;
   if (auto st = CreateMesh(endpoint); !st.ok()) return st;
   if (auto st = CreateMetrics(); !st.ok()) return st;
@@ -221,13 +224,24 @@ fabric::EndpointOptions App::CreateFabric() {
   return fopts.endpoint;
 }
 
+absl::Status App::CreatePeers() {
+  auto channels = rpc::PeerChannels::Create(PeerTlsFromConfig(config_));
+  if (!channels.ok()) return channels.status();
+  peer_channels_ = *std::move(channels);
+  peer_lookup_ = std::make_unique<rpc::GrpcPeerLookup>(*peer_channels_);
+  collective_calls_ = std::make_unique<rpc::GrpcCollectiveCalls>(*peer_channels_);
+  probes_ = std::make_unique<agent::ProbeRunner>(fabric_.get(), *peer_lookup_);
+  coordination_ =
+      std::make_unique<agent::Coordination>(*collective_calls_, collective::CollectiveLimits{});
+  return absl::OkStatus();
+}
+
 absl::Status App::CreateGrpc() {
   rpc::GrpcEdgeOptions gopts;
   gopts.listen = config_.grpc_listen;
   gopts.tls_cert_file = config_.grpc_tls_cert;
   gopts.tls_key_file = config_.grpc_tls_key;
   gopts.tls_client_ca_file = config_.grpc_tls_client_ca;
-  gopts.peer_tls = PeerTlsFromConfig(config_);
   auto grpc = rpc::GrpcEdge::Create(gopts, this);
   if (!grpc.ok()) return grpc.status();
   grpc_ = std::move(*grpc);
@@ -286,11 +300,6 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
     k.agent_port = port;
     source = mesh::KubernetesPeerSource(std::move(k));
   }
-  auto channels = rpc::PeerChannels::Create(PeerTlsFromConfig(config_));
-  if (!channels.ok()) return channels.status();
-  peer_channels_ = *std::move(channels);
-  peer_lookup_ = std::make_unique<rpc::GrpcPeerLookup>(*peer_channels_);
-
   mesh::MeshOptions m;
   m.self_node = config_.node_name;
   if (!config_.pod_ip.empty()) {
@@ -319,6 +328,8 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
 }
 
 void App::Stop() {
+  // A coordination in flight is cancelled first: its RunCollective call then finishes at once.
+  if (coordination_) coordination_->Stop();
   // A collective in progress is aborted first: its StartCollective call then finishes at once.
   if (collective_) collective_->Stop();
   // The mesh pings through its own endpoint and asks peers over gRPC: stop it before anything.
@@ -387,6 +398,53 @@ common::NodeHealth App::GetNodeHealth() const {
     h.fabric_provider = fabric_->responder()->info().provider;
   }
   return h;
+}
+
+absl::StatusOr<rpc::FabricAddress> App::GetFabricAddress() const {
+  if (fabric_ == nullptr || fabric_->responder() == nullptr) {
+    return absl::NotFoundError("this agent runs no fabric responder");
+  }
+  const fabric::Responder& r = *fabric_->responder();
+  return rpc::FabricAddress{.info = r.info(),
+                            .address = r.address(),
+                            .printable = r.printable_address(),
+                            .node_name = config_.node_name};
+}
+
+void App::Ping(const rpc::ProbeTarget& target, fabric::PingOptions options, PingDone done) {
+  probes_->Ping(target, std::move(options), std::move(done));
+}
+
+void App::Bandwidth(const rpc::ProbeTarget& target, fabric::BandwidthOptions options,
+                    BandwidthDone done) {
+  probes_->Bandwidth(target, std::move(options), std::move(done));
+}
+
+void App::RunCollective(collective::RunRequest request, CollectiveDone done) {
+  coordination_->Run(std::move(request), std::move(done));
+}
+
+absl::StatusOr<collective::JoinResponse> App::JoinCollective(
+    const collective::JoinRequest& request) {
+  if (collective_ == nullptr) {
+    return absl::FailedPreconditionError("this agent takes part in no collectives (no fabric)");
+  }
+  return collective_->Join(request);
+}
+
+void App::StartCollective(const collective::StartRequest& request, RankDone done) {
+  if (collective_ == nullptr) {
+    return done(absl::FailedPreconditionError("this agent takes part in no collectives"));
+  }
+  collective_->Start(request, std::move(done));
+}
+
+void App::AbortCollective(const collective::AbortRequest& request) {
+  if (collective_ == nullptr) return;
+  if (!request.reason.empty()) {
+    spdlog::warn("collective {} aborted: {}", request.session, request.reason);
+  }
+  collective_->Abort(request.session);
 }
 
 }  // namespace efawatch

@@ -22,13 +22,22 @@ class EfaMonitor;
 }
 namespace fabric {
 class FabricCollector;
+class FabricService;
 struct EndpointOptions;
 }  // namespace fabric
+namespace collective {
+class Participant;
+}
 namespace mesh {
 class Mesh;
 class MeshCollector;
 }  // namespace mesh
+namespace agent {
+class ProbeRunner;
+class Coordination;
+}  // namespace agent
 namespace rpc {
+class GrpcCollectiveCalls;
 class GrpcPeerLookup;
 class PeerChannels;
 struct PeerTls;
@@ -53,11 +62,19 @@ class App final : public rpc::AgentHandler {
   ~App() override;
 
   void Stop();
+
+  // rpc::AgentHandler: each operation goes to the module that owns it.
   common::NodeHealth GetNodeHealth() const override;
-  fabric::FabricService* Fabric() const override { return fabric_.get(); }
-  std::string NodeName() const override { return config_.node_name; }
-  collective::Participant* Collective() const override { return collective_.get(); }
   common::FindingsBoard& findings() const override { return findings_; }
+  absl::StatusOr<rpc::FabricAddress> GetFabricAddress() const override;
+  void Ping(const rpc::ProbeTarget& target, fabric::PingOptions options, PingDone done) override;
+  void Bandwidth(const rpc::ProbeTarget& target, fabric::BandwidthOptions options,
+                 BandwidthDone done) override;
+  void RunCollective(collective::RunRequest request, CollectiveDone done) override;
+  absl::StatusOr<collective::JoinResponse> JoinCollective(
+      const collective::JoinRequest& request) override;
+  void StartCollective(const collective::StartRequest& request, RankDone done) override;
+  void AbortCollective(const collective::AbortRequest& request) override;
 
   int metrics_port() const;
   int grpc_port() const;
@@ -72,6 +89,9 @@ class App final : public rpc::AgentHandler {
   // Opens the fabric service (and the collective participant) on the first provider that works;
   // returns the endpoint settings the mesh should use (those of the attempt that worked).
   fabric::EndpointOptions CreateFabric();
+  // The clients this agent uses toward other agents (one channel cache, one lookup client) and
+  // the on-demand operations built on them.
+  absl::Status CreatePeers();
   absl::Status CreateGrpc();
   absl::Status CreateMetrics();
   // Re-evaluates the fabric findings (not on EFA, loopback address) and publishes them. Called at
@@ -94,6 +114,9 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<fabric::FabricCollector> fabric_collector_;
   std::unique_ptr<rpc::PeerChannels> peer_channels_;
   std::unique_ptr<rpc::GrpcPeerLookup> peer_lookup_;
+  std::unique_ptr<rpc::GrpcCollectiveCalls> collective_calls_;
+  std::unique_ptr<agent::ProbeRunner> probes_;
+  std::unique_ptr<agent::Coordination> coordination_;
   std::unique_ptr<collective::Participant> collective_;
   std::unique_ptr<mesh::Mesh> mesh_;
   std::unique_ptr<mesh::MeshCollector> mesh_collector_;

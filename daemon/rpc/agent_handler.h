@@ -1,30 +1,65 @@
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "daemon/node_health.h"
 #include "lib/common/findings_board.h"
-#include "probes/collective/participant.h"
-#include "probes/fabric/fabric_service.h"
+#include "probes/collective/types.h"
+#include "probes/fabric/probe.h"
 
 namespace efawatch::rpc {
 
-/// What the gRPC Agent service asks of the rest of the agent. A plain interface so tests drive
-/// the real gRPC server with a handler of their own (dynolog's habit). Methods are called from
-/// gRPC threads concurrently and must not block on I/O: return the latest published state.
+/// Whom a probe goes to: the peer agent's gRPC address (its fabric address is asked of it), or a
+/// raw fabric address.
+struct ProbeTarget {
+  std::string peer_agent;
+  std::string peer_address;
+};
+
+/// This agent's fabric endpoint, as GetFabricAddress answers it.
+struct FabricAddress {
+  fabric::FabricInfo info;
+  std::string address;    ///< Raw (fi_getname).
+  std::string printable;  ///< fi_av_straddr form.
+  std::string node_name;
+};
+
+/// The operations the gRPC Agent service offers, in the agent's own records: the edge converts
+/// messages and calls one method, nothing else (validation, peer lookup and collective
+/// coordination live behind it, in daemon/agent). A plain interface so tests drive the real gRPC
+/// server with a handler of their own (dynolog's habit).
+///
+/// Methods are called from gRPC threads concurrently and must not block on I/O. Methods taking a
+/// `done` callback call it exactly once, on any thread (inline when they fail at once).
 class AgentHandler {
  public:
+  using PingDone = std::function<void(absl::StatusOr<fabric::PingResult>)>;
+  using BandwidthDone = std::function<void(absl::StatusOr<fabric::BandwidthResult>)>;
+  using CollectiveDone = std::function<void(absl::StatusOr<collective::Result>)>;
+  using RankDone = std::function<void(absl::StatusOr<collective::RankResult>)>;
+
   virtual ~AgentHandler() = default;
   virtual common::NodeHealth GetNodeHealth() const = 0;
-  /// This node's name, as peers label it.
-  virtual std::string NodeName() const { return {}; }
-
-  /// The fabric service (responder + probes), or null when the agent runs without one. The edge
-  /// validates and starts probes through it; it is thread-safe and never blocks its caller.
-  virtual fabric::FabricService* Fabric() const { return nullptr; }
-  /// This agent's side of collective probes, or null when it takes part in none.
-  virtual collective::Participant* Collective() const { return nullptr; }
   /// The node's findings board, for streaming. Outlives the gRPC edge.
   virtual common::FindingsBoard& findings() const = 0;
+  /// NOT_FOUND when this agent runs no fabric responder.
+  virtual absl::StatusOr<FabricAddress> GetFabricAddress() const = 0;
+
+  /// Fabric probes toward another agent. INVALID_ARGUMENT for options beyond the limits or no
+  /// target, FAILED_PRECONDITION without a fabric, UNAVAILABLE when the peer cannot be asked.
+  virtual void Ping(const ProbeTarget& target, fabric::PingOptions options, PingDone done) = 0;
+  virtual void Bandwidth(const ProbeTarget& target, fabric::BandwidthOptions options,
+                         BandwidthDone done) = 0;
+
+  /// Coordinates a collective across agents (this one needs not take part).
+  virtual void RunCollective(collective::RunRequest request, CollectiveDone done) = 0;
+  /// This agent's side of a collective another agent coordinates.
+  virtual absl::StatusOr<collective::JoinResponse> JoinCollective(
+      const collective::JoinRequest& request) = 0;
+  virtual void StartCollective(const collective::StartRequest& request, RankDone done) = 0;
+  virtual void AbortCollective(const collective::AbortRequest& request) = 0;
 };
 
 }  // namespace efawatch::rpc

@@ -14,10 +14,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/rpc/peer_client.h"
 #include "efawatch/v1/agent.grpc.pb.h"
 #include "lib/common/read_file.h"
-#include "probes/collective/coordinator.h"
 #include "proto/codec/collective.h"
 #include "proto/codec/records.h"
 #include "spdlog/spdlog.h"
@@ -111,36 +109,34 @@ void Fill(const fabric::BandwidthResult& r, v1::BandwidthResponse* out) {
   out->set_elapsed_seconds(std::chrono::duration<double>(r.elapsed).count());
 }
 
+// Zero fields of a request mean "the default": the options' own.
+fabric::PingOptions PingOptionsFrom(const v1::PingRequest& r) {
+  fabric::PingOptions o;
+  if (r.count() != 0) o.count = r.count();
+  if (r.message_bytes() != 0) o.message_bytes = r.message_bytes();
+  if (r.warmup() != 0) o.warmup = r.warmup();
+  if (r.message_timeout_ms() != 0)
+    o.message_timeout = std::chrono::milliseconds(r.message_timeout_ms());
+  if (r.deadline_ms() != 0) o.deadline = std::chrono::milliseconds(r.deadline_ms());
+  return o;
+}
+
+fabric::BandwidthOptions BandwidthOptionsFrom(const v1::BandwidthRequest& r) {
+  fabric::BandwidthOptions o;
+  if (r.sizes_size() > 0) o.sizes.assign(r.sizes().begin(), r.sizes().end());
+  o.bidirectional = r.bidirectional();
+  o.rma = r.rma();
+  if (r.window() != 0) o.window = r.window();
+  if (r.ms_per_size() != 0) o.duration_per_size = std::chrono::milliseconds(r.ms_per_size());
+  if (r.deadline_ms() != 0) o.deadline = std::chrono::milliseconds(r.deadline_ms());
+  return o;
+}
+
 grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(static_cast<int>(s.code())),
                       std::string(s.message()));
 }
 
-// Asks another agent for its fabric address with the callback client API, so no gRPC thread
-// waits on the network. `done` runs once, on a gRPC thread.
-void LookupPeer(const std::string& peer_agent, PeerChannels& channels,
-                std::chrono::milliseconds timeout,
-                std::function<void(absl::StatusOr<std::string>)> done) {
-  struct Call {
-    std::unique_ptr<v1::Agent::Stub> stub;
-    grpc::ClientContext ctx;
-    v1::GetFabricAddressRequest request;
-    v1::FabricAddress response;
-  };
-  auto call = std::make_shared<Call>();
-  call->stub = v1::Agent::NewStub(channels.Get(peer_agent));
-  call->ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  call->stub->async()->GetFabricAddress(
-      &call->ctx, &call->request, &call->response,
-      [call, peer_agent, done = std::move(done)](const grpc::Status& s) {
-        if (!s.ok()) {
-          done(absl::UnavailableError(
-              absl::StrCat("peer agent ", peer_agent, ": GetFabricAddress: ", s.error_message())));
-        } else {
-          done(call->response.address());
-        }
-      });
-}
 // One WatchFindings stream. Board updates arrive on the publisher's thread and are turned into
 // RAISED/CLEARED events in a bounded queue; gRPC writes them one at a time. A slow reader loses
 // events (counted as the next event's gap), never blocks a publisher.
@@ -250,48 +246,15 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
 
 class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
  public:
-  AgentService(const AgentHandler* handler, std::unique_ptr<PeerChannels> channels)
-      : handler_(handler), channels_(std::move(channels)), calls_(*channels_) {}
-
-  // Cancels a coordination in flight (its participants abort at their deadline or when told) and
-  // waits for its thread, so the server's shutdown finds every call finished.
-  void StopCollectives() {
-    calls_.CancelAll();
-    std::jthread t;
-    {
-      std::lock_guard lock(coord_mu_);
-      t = std::move(coordinator_);
-    }
-    if (t.joinable()) t.join();
-  }
+  explicit AgentService(AgentHandler* handler) : handler_(handler) {}
 
   grpc::ServerUnaryReactor* RunCollective(grpc::CallbackServerContext* ctx,
                                           const v1::RunCollectiveRequest* request,
                                           v1::CollectiveResult* response) override {
     auto* reactor = ctx->DefaultReactor();
-    auto normalized =
-        collective::Normalize(codec::FromProto(*request), collective::CollectiveLimits{});
-    if (!normalized.ok()) {
-      reactor->Finish(ToGrpc(normalized.status()));
-      return reactor;
-    }
-    std::lock_guard lock(coord_mu_);
-    if (coordinating_) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                   "this agent is already coordinating a collective"));
-      return reactor;
-    }
-    coordinating_ = true;
-    if (coordinator_.joinable()) coordinator_.join();  // the previous one, finished
-    // The coordinator blocks on its participants for up to the deadline: never on a gRPC thread.
-    coordinator_ = std::jthread([this, reactor, response, r = *normalized] {
-      auto result = collective::RunCollective(r, collective::CollectiveLimits{}, calls_);
-      {
-        std::lock_guard done_lock(coord_mu_);
-        coordinating_ = false;
-      }
-      if (!result.ok()) return reactor->Finish(ToGrpc(result.status()));
-      codec::ToProto(*result, response);
+    handler_->RunCollective(codec::FromProto(*request), [reactor, response](auto r) {
+      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
+      codec::ToProto(*r, response);
       reactor->Finish(grpc::Status::OK);
     });
     return reactor;
@@ -301,14 +264,8 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                            const v1::JoinCollectiveRequest* request,
                                            v1::JoinCollectiveResponse* response) override {
     auto* reactor = ctx->DefaultReactor();
-    collective::Participant* p = handler_->Collective();
-    if (p == nullptr) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                   "this agent takes part in no collectives (no fabric)"));
-      return reactor;
-    }
     // Opening the backend takes one fi_getinfo (a fraction of a second), bounded: done inline.
-    auto joined = p->Join(codec::FromProto(*request));
+    auto joined = handler_->JoinCollective(codec::FromProto(*request));
     if (!joined.ok()) {
       reactor->Finish(ToGrpc(joined.status()));
       return reactor;
@@ -322,18 +279,11 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                             const v1::StartCollectiveRequest* request,
                                             v1::RankResult* response) override {
     auto* reactor = ctx->DefaultReactor();
-    collective::Participant* p = handler_->Collective();
-    if (p == nullptr) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                   "this agent takes part in no collectives"));
-      return reactor;
-    }
-    p->Start(codec::FromProto(*request),
-             [reactor, response](absl::StatusOr<collective::RankResult> r) {
-               if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
-               codec::ToProto(*r, response);
-               reactor->Finish(grpc::Status::OK);
-             });
+    handler_->StartCollective(codec::FromProto(*request), [reactor, response](auto r) {
+      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
+      codec::ToProto(*r, response);
+      reactor->Finish(grpc::Status::OK);
+    });
     return reactor;
   }
 
@@ -341,12 +291,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                             const v1::AbortCollectiveRequest* request,
                                             v1::AbortCollectiveResponse* /*response*/) override {
     auto* reactor = ctx->DefaultReactor();
-    if (collective::Participant* p = handler_->Collective(); p != nullptr) {
-      if (!request->reason().empty()) {
-        spdlog::warn("collective {} aborted: {}", request->session(), request->reason());
-      }
-      p->Abort(request->session());
-    }
+    handler_->AbortCollective(codec::FromProto(*request));
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -364,15 +309,13 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                              const v1::GetFabricAddressRequest* /*request*/,
                                              v1::FabricAddress* response) override {
     auto* reactor = ctx->DefaultReactor();
-    fabric::FabricService* f = handler_->Fabric();
-    if (f == nullptr || f->responder() == nullptr) {
-      reactor->Finish(
-          grpc::Status(grpc::StatusCode::NOT_FOUND, "this agent runs no fabric responder"));
+    auto a = handler_->GetFabricAddress();
+    if (!a.ok()) {
+      reactor->Finish(ToGrpc(a.status()));
       return reactor;
     }
-    const fabric::Responder& r = *f->responder();
-    Fill(r.info(), r.address(), r.printable_address(), response);
-    response->set_node_name(handler_->NodeName());
+    Fill(a->info, a->address, a->printable, response);
+    response->set_node_name(a->node_name);
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -380,22 +323,11 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* request,
                                  v1::PingResponse* response) override {
     auto* reactor = ctx->DefaultReactor();
-    fabric::PingOptions o;
-    if (request->count() != 0) o.count = request->count();
-    if (request->message_bytes() != 0) o.message_bytes = request->message_bytes();
-    if (request->warmup() != 0) o.warmup = request->warmup();
-    if (request->message_timeout_ms() != 0) {
-      o.message_timeout = std::chrono::milliseconds(request->message_timeout_ms());
-    }
-    if (request->deadline_ms() != 0) o.deadline = std::chrono::milliseconds(request->deadline_ms());
-    auto run = [reactor, response](fabric::FabricService* f, fabric::PingOptions opts) {
-      f->StartPing(std::move(opts), [reactor, response](absl::StatusOr<fabric::PingResult> r) {
-        if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
-        Fill(*r, response);
-        reactor->Finish(grpc::Status::OK);
-      });
-    };
-    Start(reactor, request->peer_agent(), request->peer_address(), std::move(o), run);
+    handler_->Ping(Target(*request), PingOptionsFrom(*request), [reactor, response](auto r) {
+      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
+      Fill(*r, response);
+      reactor->Finish(grpc::Status::OK);
+    });
     return reactor;
   }
 
@@ -403,24 +335,12 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                       const v1::BandwidthRequest* request,
                                       v1::BandwidthResponse* response) override {
     auto* reactor = ctx->DefaultReactor();
-    fabric::BandwidthOptions o;
-    if (request->sizes_size() > 0) o.sizes.assign(request->sizes().begin(), request->sizes().end());
-    o.bidirectional = request->bidirectional();
-    o.rma = request->rma();
-    if (request->window() != 0) o.window = request->window();
-    if (request->ms_per_size() != 0) {
-      o.duration_per_size = std::chrono::milliseconds(request->ms_per_size());
-    }
-    if (request->deadline_ms() != 0) o.deadline = std::chrono::milliseconds(request->deadline_ms());
-    auto run = [reactor, response](fabric::FabricService* f, fabric::BandwidthOptions opts) {
-      f->StartBandwidth(std::move(opts),
-                        [reactor, response](absl::StatusOr<fabric::BandwidthResult> r) {
+    handler_->Bandwidth(Target(*request), BandwidthOptionsFrom(*request),
+                        [reactor, response](auto r) {
                           if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
                           Fill(*r, response);
                           reactor->Finish(grpc::Status::OK);
                         });
-    };
-    Start(reactor, request->peer_agent(), request->peer_address(), std::move(o), run);
     return reactor;
   }
 
@@ -430,45 +350,16 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   }
 
  private:
-  // Validates, resolves the peer's fabric address (given, or asked of the peer agent), then runs
-  // the probe. Every path ends in exactly one reactor->Finish.
-  template <typename Options, typename Run>
-  void Start(grpc::ServerUnaryReactor* reactor, const std::string& peer_agent,
-             const std::string& peer_address, Options o, Run run) {
-    fabric::FabricService* f = handler_->Fabric();
-    if (f == nullptr) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                   "this agent has no fabric (no provider found at start)"));
-      return;
-    }
-    if (peer_agent.empty() && peer_address.empty()) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                   "give peer_agent (host:port) or peer_address"));
-      return;
-    }
-    // Validate before any network work; the peer address is checked by the provider later.
-    o.peer = peer_address.empty() ? std::string("?") : peer_address;
-    if (absl::Status s = f->Validate(o); !s.ok()) return reactor->Finish(ToGrpc(s));
-    if (!peer_address.empty()) return run(f, std::move(o));
-    const auto lookup_timeout = std::min(o.deadline, std::chrono::milliseconds(5000));
-    LookupPeer(peer_agent, *channels_, lookup_timeout,
-               [reactor, f, o, run](absl::StatusOr<std::string> addr) mutable {
-                 if (!addr.ok()) return reactor->Finish(ToGrpc(addr.status()));
-                 o.peer = *std::move(addr);
-                 run(f, std::move(o));
-               });
+  template <typename Request>
+  static ProbeTarget Target(const Request& r) {
+    return {.peer_agent = r.peer_agent(), .peer_address = r.peer_address()};
   }
 
-  const AgentHandler* handler_;
-  std::unique_ptr<PeerChannels> channels_;
-  GrpcCollectiveCalls calls_;
-  std::mutex coord_mu_;
-  bool coordinating_ = false;  // guarded by coord_mu_
-  std::jthread coordinator_;   // guarded by coord_mu_
+  AgentHandler* const handler_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions& options,
-                                                           const AgentHandler* handler) {
+                                                           AgentHandler* handler) {
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (options.tls_cert_file.empty()) {
     creds = grpc::InsecureServerCredentials();
@@ -489,12 +380,9 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
     creds = grpc::SslServerCredentials(ssl);
   }
 
-  auto channels = PeerChannels::Create(options.peer_tls);
-  if (!channels.ok()) return channels.status();
-
   gpr_set_log_function(ForwardGrpcLog);
   std::unique_ptr<GrpcEdge> edge(new GrpcEdge());
-  edge->service_ = std::make_unique<AgentService>(handler, *std::move(channels));
+  edge->service_ = std::make_unique<AgentService>(handler);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -515,7 +403,6 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
 
 void GrpcEdge::Shutdown() {
   if (server_ == nullptr) return;
-  service_->StopCollectives();
   server_->GetHealthCheckService()->Shutdown();
   // In-flight calls get half a second to finish, then are cancelled (WatchFindings streams never
   // finish by themselves): SIGTERM must end the agent within 2 s.

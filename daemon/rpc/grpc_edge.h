@@ -5,7 +5,6 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/rpc/agent_handler.h"
-#include "daemon/rpc/peer_client.h"
 
 namespace grpc {
 class Server;
@@ -18,7 +17,6 @@ struct GrpcEdgeOptions {
   std::string tls_cert_file;  // empty: plaintext (config validation allows it on loopback only)
   std::string tls_key_file;
   std::string tls_client_ca_file;  // non-empty: mutual TLS, client certificates required
-  PeerTls peer_tls;                // how Ping/Bandwidth dial the peer agent for its address
 };
 
 /// The only place in the daemon that knows gRPC. Serves efawatch.v1.Agent (callback API) over
@@ -26,8 +24,9 @@ struct GrpcEdgeOptions {
 /// Thread-safe; Shutdown() (also run by the destructor) returns within about a second.
 class GrpcEdge {
  public:
+  /// `handler` outlives the edge; every RPC converts its message and calls one method of it.
   static absl::StatusOr<std::unique_ptr<GrpcEdge>> Create(const GrpcEdgeOptions& options,
-                                                          const AgentHandler* handler);
+                                                          AgentHandler* handler);
   ~GrpcEdge();
 
   int port() const { return port_; }

@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <future>
+
 #include "absl/strings/str_cat.h"
 #include "efawatch/v1/agent.grpc.pb.h"
 #include "lib/common/read_file.h"
@@ -55,22 +57,48 @@ std::shared_ptr<grpc::Channel> PeerChannels::Get(const std::string& agent) {
   return it->second;
 }
 
+void GrpcPeerLookup::Ask(const std::string& agent, std::chrono::milliseconds timeout,
+                         std::function<void(absl::StatusOr<mesh::PeerIdentity>)> done) {
+  struct Call {
+    std::unique_ptr<v1::Agent::Stub> stub;
+    grpc::ClientContext ctx;
+    v1::GetFabricAddressRequest request;
+    v1::FabricAddress response;
+  };
+  auto call = std::make_shared<Call>();
+  call->stub = v1::Agent::NewStub(channels_.Get(agent));
+  call->ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  call->stub->async()->GetFabricAddress(
+      &call->ctx, &call->request, &call->response,
+      [call, agent, done = std::move(done)](const grpc::Status& s) {
+        if (!s.ok()) {
+          return done(absl::UnavailableError(
+              absl::StrCat("peer agent ", agent, ": GetFabricAddress: ", s.error_message())));
+        }
+        if (call->response.address().empty()) {
+          return done(
+              absl::UnavailableError(absl::StrCat("peer agent ", agent, ": empty fabric address")));
+        }
+        done(mesh::PeerIdentity{.fabric_address = call->response.address(),
+                                .node = call->response.node_name()});
+      });
+}
+
 absl::StatusOr<mesh::PeerIdentity> GrpcPeerLookup::Lookup(const std::string& agent,
                                                           std::chrono::milliseconds timeout) {
-  auto stub = v1::Agent::NewStub(channels_.Get(agent));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  v1::GetFabricAddressRequest request;
-  v1::FabricAddress response;
-  const grpc::Status s = stub->GetFabricAddress(&ctx, request, &response);
-  if (!s.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("peer agent ", agent, ": GetFabricAddress: ", s.error_message()));
-  }
-  if (response.address().empty()) {
-    return absl::UnavailableError(absl::StrCat("peer agent ", agent, ": empty fabric address"));
-  }
-  return mesh::PeerIdentity{.fabric_address = response.address(), .node = response.node_name()};
+  std::promise<absl::StatusOr<mesh::PeerIdentity>> answer;
+  auto got = answer.get_future();
+  Ask(agent, timeout,
+      [&answer](absl::StatusOr<mesh::PeerIdentity> id) { answer.set_value(std::move(id)); });
+  return got.get();  // gRPC ends the call by its deadline at the latest
+}
+
+void GrpcPeerLookup::LookupAsync(const std::string& agent, std::chrono::milliseconds timeout,
+                                 std::function<void(absl::StatusOr<std::string>)> done) {
+  Ask(agent, timeout, [done = std::move(done)](absl::StatusOr<mesh::PeerIdentity> id) {
+    if (!id.ok()) return done(id.status());
+    done(std::move(id->fabric_address));
+  });
 }
 
 template <typename Req, typename Resp, typename Method>

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "daemon/agent/fabric_address_lookup.h"
 #include "probes/collective/coordinator.h"
 #include "probes/mesh/mesh.h"
 
@@ -57,11 +59,19 @@ class PeerChannels {
 };
 
 /// The mesh's PeerLookup over gRPC: Agent.GetFabricAddress, blocking with a deadline.
-class GrpcPeerLookup final : public mesh::PeerLookup {
+class GrpcPeerLookup final : public mesh::PeerLookup, public agent::FabricAddressLookup {
  public:
   explicit GrpcPeerLookup(PeerChannels& channels) : channels_(channels) {}
+  /// The one GetFabricAddress client: asynchronous, on gRPC's callback API, so no thread waits
+  /// on the network. `done` gets the peer's identity or UNAVAILABLE naming the agent.
+  void Ask(const std::string& agent, std::chrono::milliseconds timeout,
+           std::function<void(absl::StatusOr<mesh::PeerIdentity>)> done);
+  /// For the mesh's round thread: Ask, waited for.
   absl::StatusOr<mesh::PeerIdentity> Lookup(const std::string& agent,
                                             std::chrono::milliseconds timeout) override;
+  /// For on-demand probes: the raw fabric address only.
+  void LookupAsync(const std::string& agent, std::chrono::milliseconds timeout,
+                   std::function<void(absl::StatusOr<std::string>)> done) override;
 
  private:
   PeerChannels& channels_;
@@ -80,7 +90,7 @@ class GrpcCollectiveCalls final : public collective::ParticipantCalls {
                                                std::chrono::milliseconds timeout) override;
   void Abort(const std::string& agent, const collective::AbortRequest& r,
              std::chrono::milliseconds timeout) override;
-  void CancelAll();
+  void CancelAll() override;
 
  private:
   template <typename Req, typename Resp, typename Method>

@@ -20,6 +20,8 @@ class ParticipantCalls {
                                            std::chrono::milliseconds timeout) = 0;
   virtual void Abort(const std::string& agent, const AbortRequest& r,
                      std::chrono::milliseconds timeout) = 0;
+  /// Cancels every call in flight and fails every later one (agent shutdown).
+  virtual void CancelAll() {}
 };
 
 /// Fills defaults (host backend, 1M/4M/16M, 2 warm-up, 10 iterations, 60 s) and rounds sizes to

@@ -1,0 +1,36 @@
+#include "daemon/agent/coordination.h"
+
+namespace efawatch::agent {
+
+void Coordination::Run(collective::RunRequest request, rpc::AgentHandler::CollectiveDone done) {
+  auto normalized = collective::Normalize(std::move(request), limits_);
+  if (!normalized.ok()) return done(normalized.status());
+  std::lock_guard lock(mu_);
+  if (stopped_) return done(absl::UnavailableError("agent shutting down"));
+  if (coordinating_) {
+    return done(absl::ResourceExhaustedError("this agent is already coordinating a collective"));
+  }
+  coordinating_ = true;
+  if (thread_.joinable()) thread_.join();  // the previous one, finished
+  thread_ = std::jthread([this, r = *std::move(normalized), done = std::move(done)] {
+    auto result = collective::RunCollective(r, limits_, calls_);
+    {
+      std::lock_guard done_lock(mu_);
+      coordinating_ = false;
+    }
+    done(std::move(result));
+  });
+}
+
+void Coordination::Stop() {
+  calls_.CancelAll();
+  std::jthread t;
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    t = std::move(thread_);
+  }
+  if (t.joinable()) t.join();
+}
+
+}  // namespace efawatch::agent

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <mutex>
+#include <thread>
+
+#include "daemon/rpc/agent_handler.h"
+#include "probes/collective/coordinator.h"
+
+namespace efawatch::agent {
+
+/// RunCollective on demand: at most one coordination at a time per agent (a second one is
+/// RESOURCE_EXHAUSTED), normalized and checked against the limits before any network work, run
+/// on its own thread because it waits on its participants for up to the deadline.
+/// Thread-safe. Stop() cancels the calls in flight and joins the thread.
+class Coordination {
+ public:
+  Coordination(collective::ParticipantCalls& calls, collective::CollectiveLimits limits)
+      : calls_(calls), limits_(limits) {}
+  ~Coordination() { Stop(); }
+
+  void Run(collective::RunRequest request, rpc::AgentHandler::CollectiveDone done);
+  void Stop();
+
+ private:
+  collective::ParticipantCalls& calls_;
+  const collective::CollectiveLimits limits_;
+  std::mutex mu_;
+  bool coordinating_ = false;  // guarded by mu_
+  bool stopped_ = false;       // guarded by mu_
+  std::jthread thread_;        // guarded by mu_
+};
+
+}  // namespace efawatch::agent
