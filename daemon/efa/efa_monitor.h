@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/efa/health_rules.h"
+#include "daemon/efa/sysfs_reader.h"
 #include "lib/common/clock.h"
 #include "lib/common/collector.h"
 #include "lib/common/findings_board.h"
-#include "daemon/efa/health_rules.h"
-#include "daemon/efa/sysfs_reader.h"
 
 namespace efawatch::efa {
 

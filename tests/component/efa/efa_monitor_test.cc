@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
-#include "tests/support/fake_clock.h"
 #include "daemon/export/family_sink.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/subprocess.h"
 
 namespace efawatch::efa {
