@@ -31,6 +31,15 @@ std::string CounterPath(const std::string& device, int port, const std::string& 
              : absl::StrCat("class/infiniband/", device, "/ports/", port, "/hw_counters/", counter);
 }
 
+// One finding for the counters of a device (port 0) or a port that could not be read; the first
+// names the file in the evidence.
+Finding Unreadable(const std::string& device, int port, const std::vector<std::string>& counters) {
+  return Make("efa_counter_unreadable", Severity::kWarning, Where(device, port),
+              absl::StrCat(counters.size(), " hw counter(s) of ", Where(device, port),
+                           " could not be read; their values are unknown"),
+              CounterPath(device, port, counters.front()), "read failed");
+}
+
 }  // namespace
 
 void HealthRules::CheckCounter(const std::string& device, int port, const std::string& counter,
@@ -67,42 +76,45 @@ std::vector<Finding> HealthRules::Evaluate(const HealthInput& input) {
   std::set<std::string> present;
   uint64_t efa_bytes = 0;
   unsigned efa_devices = 0;
-
   for (const auto& d : input.devices) {
     present.insert(d.name);
     if (d.is_efa) ++efa_devices;
-    for (const auto& [name, value] : d.counters) CheckCounter(d.name, 0, name, value, now);
-    for (const auto& p : d.ports) {
-      for (const auto& [name, value] : p.counters) CheckCounter(d.name, p.port, name, value, now);
-      if (d.is_efa) {
-        for (const char* c : {"tx_bytes", "rx_bytes"}) {
-          if (auto v = p.counters.find(c); v != p.counters.end()) efa_bytes += v->second;
-        }
-      }
-      if (!p.unreadable.empty()) {
-        out.push_back(
-            Make("efa_counter_unreadable", Severity::kWarning, Where(d.name, p.port),
-                 absl::StrCat(p.unreadable.size(), " hw counter(s) of ", Where(d.name, p.port),
-                              " could not be read; their values are unknown"),
-                 CounterPath(d.name, p.port, p.unreadable.front()), "read failed"));
-      }
-    }
-    if (!d.unreadable.empty()) {
-      out.push_back(Make("efa_counter_unreadable", Severity::kWarning, d.name,
-                         absl::StrCat(d.unreadable.size(), " hw counter(s) of ", d.name,
-                                      " could not be read; their values are unknown"),
-                         CounterPath(d.name, 0, d.unreadable.front()), "read failed"));
-    }
-    if (auto v = d.counters.find("no_completion_cmds"); v != d.counters.end() && v->second > 0) {
-      out.push_back(Make("efa_admin_queue_stuck", Severity::kCritical, d.name,
-                         absl::StrCat(d.name, ": ", v->second,
-                                      " admin command(s) never completed; the driver has stopped "
-                                      "the device's admin queue (reload the driver or replace "
-                                      "the node)"),
-                         CounterPath(d.name, 0, "no_completion_cmds"), absl::StrCat(v->second)));
-    }
+    efa_bytes += CheckDevice(d, now, out);
   }
+  CheckDeviceCount(present, efa_devices, out);
+  ReportRising(now, out);
+  CheckFallback(input, efa_bytes, efa_devices, out);
+  return out;
+}
 
+uint64_t HealthRules::CheckDevice(const DeviceSnapshot& d,
+                                  std::chrono::steady_clock::time_point now,
+                                  std::vector<Finding>& out) {
+  uint64_t efa_bytes = 0;
+  for (const auto& [name, value] : d.counters) CheckCounter(d.name, 0, name, value, now);
+  for (const auto& p : d.ports) {
+    for (const auto& [name, value] : p.counters) CheckCounter(d.name, p.port, name, value, now);
+    if (d.is_efa) {
+      for (const char* c : {"tx_bytes", "rx_bytes"}) {
+        if (auto v = p.counters.find(c); v != p.counters.end()) efa_bytes += v->second;
+      }
+    }
+    if (!p.unreadable.empty()) out.push_back(Unreadable(d.name, p.port, p.unreadable));
+  }
+  if (!d.unreadable.empty()) out.push_back(Unreadable(d.name, 0, d.unreadable));
+  if (auto v = d.counters.find("no_completion_cmds"); v != d.counters.end() && v->second > 0) {
+    out.push_back(Make("efa_admin_queue_stuck", Severity::kCritical, d.name,
+                       absl::StrCat(d.name, ": ", v->second,
+                                    " admin command(s) never completed; the driver has stopped "
+                                    "the device's admin queue (reload the driver or replace "
+                                    "the node)"),
+                       CounterPath(d.name, 0, "no_completion_cmds"), absl::StrCat(v->second)));
+  }
+  return efa_bytes;
+}
+
+void HealthRules::CheckDeviceCount(const std::set<std::string>& present, unsigned efa_devices,
+                                   std::vector<Finding>& out) {
   if (first_) {
     devices_at_start_ = present;
     first_ = false;
@@ -121,7 +133,10 @@ std::vector<Finding> HealthRules::Evaluate(const HealthInput& input) {
         absl::StrCat(efa_devices, " EFA devices present, ", options_.expected_devices, " expected"),
         "class/infiniband", absl::StrCat(efa_devices)));
   }
+}
 
+void HealthRules::ReportRising(std::chrono::steady_clock::time_point now,
+                               std::vector<Finding>& out) {
   for (auto it = rising_.begin(); it != rising_.end();) {
     if (now - it->second.last_rise >= options_.clear_after) {
       it = rising_.erase(it);
@@ -130,8 +145,12 @@ std::vector<Finding> HealthRules::Evaluate(const HealthInput& input) {
       ++it;
     }
   }
+}
 
+void HealthRules::CheckFallback(const HealthInput& input, uint64_t efa_bytes, unsigned efa_devices,
+                                std::vector<Finding>& out) {
   // Log-free fallback check over a sliding window of totals.
+  const auto now = input.when;
   uint64_t ethernet = 0;
   for (const auto& [name, c] : input.interfaces) ethernet += c.rx_bytes + c.tx_bytes;
   ethernet = ethernet > input.own_probe_tcp_bytes ? ethernet - input.own_probe_tcp_bytes : 0;
@@ -140,21 +159,20 @@ std::vector<Finding> HealthRules::Evaluate(const HealthInput& input) {
     window_.pop_front();
   }
   const Totals& oldest = window_.front();
-  if (efa_devices > 0 && input.nccl_active && now - oldest.when >= options_.fallback_window &&
-      ethernet >= oldest.ethernet_bytes && efa_bytes >= oldest.efa_bytes) {
-    const uint64_t d_eth = ethernet - oldest.ethernet_bytes;
-    const uint64_t d_efa = efa_bytes - oldest.efa_bytes;
-    if (d_eth >= options_.fallback_ethernet_bytes && d_efa < options_.fallback_efa_bytes) {
-      out.push_back(Make(
-          "efa_idle_tcp_busy", Severity::kCritical, "node",
-          absl::StrCat("NCCL jobs are active but the EFA devices moved ", d_efa,
-                       " bytes while ethernet moved ", d_eth, " bytes in the last ",
-                       std::chrono::duration_cast<std::chrono::seconds>(now - oldest.when).count(),
-                       " s: the traffic is on TCP"),
-          "hw_counters tx_bytes+rx_bytes vs net/dev", absl::StrCat(d_efa, " vs ", d_eth)));
-    }
+  if (efa_devices == 0 || !input.nccl_active || now - oldest.when < options_.fallback_window ||
+      ethernet < oldest.ethernet_bytes || efa_bytes < oldest.efa_bytes) {
+    return;
   }
-  return out;
+  const uint64_t d_eth = ethernet - oldest.ethernet_bytes;
+  const uint64_t d_efa = efa_bytes - oldest.efa_bytes;
+  if (d_eth < options_.fallback_ethernet_bytes || d_efa >= options_.fallback_efa_bytes) return;
+  out.push_back(
+      Make("efa_idle_tcp_busy", Severity::kCritical, "node",
+           absl::StrCat("NCCL jobs are active but the EFA devices moved ", d_efa,
+                        " bytes while ethernet moved ", d_eth, " bytes in the last ",
+                        std::chrono::duration_cast<std::chrono::seconds>(now - oldest.when).count(),
+                        " s: the traffic is on TCP"),
+           "hw_counters tx_bytes+rx_bytes vs net/dev", absl::StrCat(d_efa, " vs ", d_eth)));
 }
 
 }  // namespace efawatch::efa

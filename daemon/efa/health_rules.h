@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/common/finding.h"
 #include "daemon/efa/netdev.h"
 #include "daemon/efa/sysfs_reader.h"
+#include "lib/common/finding.h"
 
 namespace efawatch::efa {
 
@@ -66,6 +66,18 @@ class HealthRules {
 
   void CheckCounter(const std::string& device, int port, const std::string& counter, uint64_t value,
                     std::chrono::steady_clock::time_point now);
+  // The rules of one device: its counters (and its ports'), unreadable counters and a stuck
+  // admin queue. Returns its EFA tx+rx bytes (0 for a device that is not EFA).
+  uint64_t CheckDevice(const DeviceSnapshot& d, std::chrono::steady_clock::time_point now,
+                       std::vector<common::Finding>& out);
+  // Devices gone since the first evaluation, and fewer EFA devices than expected.
+  void CheckDeviceCount(const std::set<std::string>& present, unsigned efa_devices,
+                        std::vector<common::Finding>& out);
+  // The rising-counter findings still active at `now`; drops those that have cleared.
+  void ReportRising(std::chrono::steady_clock::time_point now, std::vector<common::Finding>& out);
+  // EFA idle while ethernet is busy with NCCL jobs active, over the sliding window.
+  void CheckFallback(const HealthInput& input, uint64_t efa_bytes, unsigned efa_devices,
+                     std::vector<common::Finding>& out);
 
   HealthOptions options_;
   std::map<std::string, uint64_t> last_;  // "device/port/counter" -> last value

@@ -194,11 +194,10 @@ void Tailer::WatchDir(const fs::path& dir) {
 }
 
 void Tailer::Scan() {
-  std::error_code ec;
-  std::set<std::string> live;
-  std::vector<LogSource> found;
+  Discovered d;
   WatchDir(options_.pod_log_root);
   // <root>/<ns>_<pod>_<uid>/<container>/<N>.log
+  std::error_code ec;
   for (auto pod = fs::directory_iterator(options_.pod_log_root, ec);
        !ec && pod != fs::directory_iterator(); pod.increment(ec)) {
     std::error_code ec2;
@@ -209,74 +208,87 @@ void Tailer::Scan() {
       std::error_code ec3;
       if (!ctr->is_directory(ec3)) continue;
       WatchDir(ctr->path());
-      for (auto f = fs::directory_iterator(ctr->path(), ec3); !ec3 && f != fs::directory_iterator();
-           f.increment(ec3)) {
-        auto src = ClassifyCriPath(options_.pod_log_root, f->path());
-        if (!src) continue;
-        std::error_code ec4;
-        if (f->is_symlink(ec4) && !InsideRoot(f->path())) {
-          if (!tracked_.contains(f->path().string()) && !refused_.contains(f->path().string())) {
-            refused_.insert(f->path().string());
-            ++counters_.files_refused;
-            spdlog::warn("not following {}: a symlink out of the pod log root", f->path().string());
-          }
-          continue;
-        }
-        live.insert(f->path().string());
-        found.push_back(*src);
-      }
+      ScanContainerDir(ctr->path(), d);
     }
   }
+  for (const auto& pattern : options_.globs) ScanGlob(pattern, d);
+  for (const auto& src : d.found) Track(src);
+  DropGone(d.live);
+  counters_.files_watched = tracked_.size();
+}
 
-  for (const auto& pattern : options_.globs) {
-    glob_t g{};
-    if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
-      for (size_t i = 0; i < g.gl_pathc; ++i) {
-        const fs::path p = g.gl_pathv[i];
-        std::error_code ec2;
-        if (fs::is_symlink(p, ec2) || !fs::is_regular_file(p, ec2)) {
-          if (fs::is_symlink(p, ec2) && refused_.insert(p.string()).second) {
-            ++counters_.files_refused;
-            spdlog::warn("not following {}: a symlink", p.string());
-          }
-          continue;
-        }
-        LogSource src;
-        src.path = p;
-        const std::string name = p.filename().string();
-        src.format = name.ends_with("-json.log") ? Format::kDockerJson : Format::kPlain;
-        src.container = name;
-        live.insert(p.string());
-        found.push_back(src);
-        WatchDir(p.parent_path());
+void Tailer::ScanContainerDir(const fs::path& dir, Discovered& d) {
+  std::error_code ec;
+  for (auto f = fs::directory_iterator(dir, ec); !ec && f != fs::directory_iterator();
+       f.increment(ec)) {
+    auto src = ClassifyCriPath(options_.pod_log_root, f->path());
+    if (!src) continue;
+    std::error_code ec2;
+    if (f->is_symlink(ec2) && !InsideRoot(f->path())) {
+      if (!tracked_.contains(f->path().string()) && !refused_.contains(f->path().string())) {
+        refused_.insert(f->path().string());
+        ++counters_.files_refused;
+        spdlog::warn("not following {}: a symlink out of the pod log root", f->path().string());
       }
+      continue;
     }
-    ::globfree(&g);
+    d.live.insert(f->path().string());
+    d.found.push_back(*src);
   }
+}
 
-  for (const auto& src : found) {
-    const std::string key = src.path.string();
-    auto it = tracked_.find(key);
-    struct stat st {};
-    if (::stat(key.c_str(), &st) != 0) continue;
-    if (it == tracked_.end()) {
-      if (tracked_.size() >= options_.max_files) {
-        if (over_cap_.insert(key).second) ++counters_.files_over_cap;
+void Tailer::ScanGlob(const std::string& pattern, Discovered& d) {
+  glob_t g{};
+  if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
+    for (size_t i = 0; i < g.gl_pathc; ++i) {
+      const fs::path p = g.gl_pathv[i];
+      std::error_code ec;
+      if (fs::is_symlink(p, ec) || !fs::is_regular_file(p, ec)) {
+        if (fs::is_symlink(p, ec) && refused_.insert(p.string()).second) {
+          ++counters_.files_refused;
+          spdlog::warn("not following {}: a symlink", p.string());
+        }
         continue;
       }
-      OpenTracked(src, true);
-    } else if (static_cast<uint64_t>(st.st_ino) != it->second->ino ||
-               static_cast<uint64_t>(st.st_dev) != it->second->dev) {
-      // Rename-and-create rotation: finish the old file through our open descriptor, then
-      // start the new one from its first byte. Line numbers continue.
-      ReadFile(*it->second, true);
-      const uint64_t line_no = it->second->line_no;
-      tracked_.erase(it);
-      ++counters_.rotations;
-      OpenTracked(src, false);
-      if (auto n = tracked_.find(key); n != tracked_.end()) n->second->line_no = line_no;
+      LogSource src;
+      src.path = p;
+      const std::string name = p.filename().string();
+      src.format = name.ends_with("-json.log") ? Format::kDockerJson : Format::kPlain;
+      src.container = name;
+      d.live.insert(p.string());
+      d.found.push_back(src);
+      WatchDir(p.parent_path());
     }
   }
+  ::globfree(&g);
+}
+
+void Tailer::Track(const LogSource& src) {
+  const std::string key = src.path.string();
+  auto it = tracked_.find(key);
+  struct stat st {};
+  if (::stat(key.c_str(), &st) != 0) return;
+  if (it == tracked_.end()) {
+    if (tracked_.size() >= options_.max_files) {
+      if (over_cap_.insert(key).second) ++counters_.files_over_cap;
+      return;
+    }
+    OpenTracked(src, true);
+  } else if (static_cast<uint64_t>(st.st_ino) != it->second->ino ||
+             static_cast<uint64_t>(st.st_dev) != it->second->dev) {
+    // Rename-and-create rotation: finish the old file through our open descriptor, then
+    // start the new one from its first byte. Line numbers continue.
+    ReadFile(*it->second, true);
+    const uint64_t line_no = it->second->line_no;
+    tracked_.erase(it);
+    ++counters_.rotations;
+    OpenTracked(src, false);
+    if (auto n = tracked_.find(key); n != tracked_.end()) n->second->line_no = line_no;
+  }
+}
+
+void Tailer::DropGone(const std::set<std::string>& live) {
+  std::error_code ec;
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     if (live.contains(it->first)) {
       ++it;
@@ -293,7 +305,6 @@ void Tailer::Scan() {
       ++it;
     }
   }
-  counters_.files_watched = tracked_.size();
 }
 
 void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "lib/common/clock.h"
 #include "daemon/logs/source.h"
+#include "lib/common/clock.h"
 
 namespace efawatch::logs {
 
@@ -97,7 +97,21 @@ class Tailer {
   void Run(const std::stop_token& stop);
   /// Returns true when a file had more to read than read_chunk_bytes.
   bool Pass(bool scan);
+  /// What one scan found: the paths seen, and the sources to follow, in discovery order.
+  struct Discovered {
+    std::set<std::string> live;
+    std::vector<LogSource> found;
+  };
+  /// Walks the pod log root and the globs, follows new and rotated files, drops gone ones.
   void Scan();
+  /// The CRI log files of one container directory.
+  void ScanContainerDir(const std::filesystem::path& dir, Discovered& d);
+  /// The regular files one glob(3) pattern matches; symlinks are refused.
+  void ScanGlob(const std::string& pattern, Discovered& d);
+  /// Starts following `src`, or restarts it after a rename-and-create rotation.
+  void Track(const LogSource& src);
+  /// Drains the followed files not seen by this scan; forgets those whose source is gone.
+  void DropGone(const std::set<std::string>& live);
   /// Returns true when it stopped at the read budget, with more to read.
   bool ReadFile(Tracked& t, bool to_eof);
   void Deliver(Tracked& t, std::string_view data);

@@ -42,6 +42,23 @@ class BandwidthRun {
   Wait Stream(size_t size, uint64_t session, std::chrono::nanoseconds duration, uint64_t messages);
   void End(Wait w);
 
+  // The phases of Run(), in order. Each returns early on the first error, as Run() does.
+  absl::Status Validate() const;
+  // Opens the endpoint and fills in the result's description of it.
+  absl::Status Open();
+  // The largest message of the sweep (at least `header`), or an error beyond max_msg_size.
+  absl::StatusOr<size_t> LargestMessage(size_t header) const;
+  // Allocates the data, control and receive buffers and posts the receives.
+  absl::Status SetUpBuffers(size_t max_size);
+  // kHello (and kRmaHello with RMA); sets the window and the responder's largest message.
+  Wait Hello(uint64_t* peer_max);
+  // Measures every size the responder accepts; stops at the first failed wait.
+  Wait Sweep(size_t header, uint64_t peer_max);
+  // Warm-up, timed stream and kBwDone exchange of one size; appends its point on success.
+  Wait Measure(size_t size);
+  // Sets `end` from `w` and the elapsed time; returns the result.
+  BandwidthResult Finish(Wait w, std::chrono::steady_clock::time_point start);
+
   const BandwidthOptions& options_;
   std::stop_token stop_;
   const common::Clock& clock_;
@@ -241,14 +258,16 @@ void BandwidthRun::End(Wait w) {
   }
 }
 
-absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
-  const auto start = clock_.Now();
-  deadline_ = start + options_.deadline;
+absl::Status BandwidthRun::Validate() const {
   if (options_.sizes.empty()) return absl::InvalidArgumentError("no bandwidth sizes given");
   if (options_.window == 0) return absl::InvalidArgumentError("bandwidth window must be > 0");
   if (options_.rma && options_.bidirectional) {
     return absl::InvalidArgumentError("RMA bandwidth is one-way: drop bidirectional or rma");
   }
+  return absl::OkStatus();
+}
+
+absl::Status BandwidthRun::Open() {
   EndpointOptions endpoint = options_.endpoint;
   endpoint.rma = options_.rma;
   auto opened = internal::OpenLink(endpoint, options_.peer);
@@ -263,8 +282,10 @@ absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
   r_.peer_address = link_->peer_printable;
   r_.bidirectional = options_.bidirectional;
   r_.rma = options_.rma;
+  return absl::OkStatus();
+}
 
-  const size_t header = HeaderBytes(ep_->address().size());
+absl::StatusOr<size_t> BandwidthRun::LargestMessage(size_t header) const {
   size_t max_size = header;
   for (size_t s : options_.sizes) max_size = std::max(max_size, s);
   if (max_size > ep_->info().max_msg_size) {
@@ -272,7 +293,10 @@ absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
                                                    " exceeds the provider's max_msg_size ",
                                                    ep_->info().max_msg_size));
   }
+  return max_size;
+}
 
+absl::Status BandwidthRun::SetUpBuffers(size_t max_size) {
   // Receives take answers, and echoes when bidirectional (any receive can match any message).
   rx_bytes_ = options_.bidirectional ? std::max(max_size, kControlBytes) : kControlBytes;
   const size_t rx_count = options_.bidirectional ? options_.window + 4 : 4;
@@ -298,28 +322,86 @@ absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
         ep_->PostRecv(link_->buffers[op.index]->data(), rx_bytes_, link_->descs[op.index], &op.ctx);
     if (ret != 0) return FiStatus("fi_recv", ret);
   }
+  return absl::OkStatus();
+}
 
+BandwidthRun::Wait BandwidthRun::Hello(uint64_t* peer_max) {
   // Hello: learn the responder's receive depth and largest message, and set up the connection
   // outside the timed part.
   session_ = internal::NewSession();
   Wait w = Control(MessageType::kHello, MessageType::kHelloAck);
-  if (w != Wait::kOk) {
-    End(w);
-    r_.elapsed = clock_.Now() - start;
-    return r_;
-  }
+  if (w != Wait::kOk) return w;
   const uint64_t peer_depth = std::max<uint64_t>(answer_->seq, 1);
-  uint64_t peer_max = answer_->value;
+  *peer_max = answer_->value;
   // Writes need no posted receive at the responder, so its receive depth does not cap them.
   r_.window = options_.rma ? options_.window
                            : static_cast<uint32_t>(std::min<uint64_t>(options_.window, peer_depth));
-  if (options_.rma) {
-    w = Control(MessageType::kRmaHello, MessageType::kRmaInfo);
-    if (w != Wait::kOk) {
-      End(w);
-      r_.elapsed = clock_.Now() - start;
-      return r_;
+  if (!options_.rma) return Wait::kOk;
+  return Control(MessageType::kRmaHello, MessageType::kRmaInfo);
+}
+
+BandwidthRun::Wait BandwidthRun::Sweep(size_t header, uint64_t peer_max) {
+  Wait w = Wait::kOk;
+  for (size_t requested : options_.sizes) {
+    const size_t size = std::max(requested, header);
+    if (size > peer_max) {
+      r_.last_error = absl::StrCat("size ", size, " skipped: responder accepts at most ", peer_max);
+      continue;
     }
+    w = Measure(size);
+    if (w != Wait::kOk) break;
+  }
+  return w;
+}
+
+BandwidthRun::Wait BandwidthRun::Measure(size_t size) {
+  Wait w = Stream(size, internal::NewSession(), std::chrono::nanoseconds(0), r_.window);
+  if (w != Wait::kOk) return w;
+  const uint64_t session = internal::NewSession();
+  echo_messages_ = 0;
+  echo_bytes_ = 0;
+  written_ = 0;
+  const auto t0 = clock_.Now();
+  w = Stream(size, session, options_.duration_per_size, 0);
+  if (w != Wait::kOk) return w;
+  w = Control(MessageType::kBwDone, MessageType::kBwDoneAck);
+  if (w != Wait::kOk) return w;
+  const auto t1 = clock_.Now();
+  BandwidthPoint p;
+  p.message_bytes = size;
+  if (options_.rma) {
+    p.messages = written_;
+    p.bytes = written_ * size;
+  } else {
+    p.messages = answer_->seq + echo_messages_;
+    p.bytes = answer_->value + echo_bytes_;
+  }
+  p.seconds = std::chrono::duration<double>(t1 - t0).count();
+  p.gbytes_per_second = p.seconds > 0 ? static_cast<double>(p.bytes) / p.seconds / 1e9 : 0;
+  r_.points.push_back(p);
+  return Wait::kOk;
+}
+
+BandwidthResult BandwidthRun::Finish(Wait w, std::chrono::steady_clock::time_point start) {
+  End(w);
+  r_.elapsed = clock_.Now() - start;
+  return r_;
+}
+
+absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
+  const auto start = clock_.Now();
+  deadline_ = start + options_.deadline;
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  if (absl::Status s = Open(); !s.ok()) return s;
+  const size_t header = HeaderBytes(ep_->address().size());
+  absl::StatusOr<size_t> max_size = LargestMessage(header);
+  if (!max_size.ok()) return max_size.status();
+  if (absl::Status s = SetUpBuffers(*max_size); !s.ok()) return s;
+
+  uint64_t peer_max = 0;
+  const Wait w = Hello(&peer_max);
+  if (w != Wait::kOk) return Finish(w, start);
+  if (options_.rma) {
     if (!region_.has_value() || region_->bytes == 0) {
       return absl::FailedPreconditionError(
           absl::StrCat("responder ", r_.peer_address,
@@ -327,41 +409,7 @@ absl::StatusOr<BandwidthResult> BandwidthRun::Run() {
     }
     peer_max = std::min<uint64_t>(peer_max, region_->bytes);
   }
-
-  for (size_t requested : options_.sizes) {
-    const size_t size = std::max(requested, header);
-    if (size > peer_max) {
-      r_.last_error = absl::StrCat("size ", size, " skipped: responder accepts at most ", peer_max);
-      continue;
-    }
-    w = Stream(size, internal::NewSession(), std::chrono::nanoseconds(0), r_.window);
-    if (w != Wait::kOk) break;
-    const uint64_t session = internal::NewSession();
-    echo_messages_ = 0;
-    echo_bytes_ = 0;
-    written_ = 0;
-    const auto t0 = clock_.Now();
-    w = Stream(size, session, options_.duration_per_size, 0);
-    if (w != Wait::kOk) break;
-    w = Control(MessageType::kBwDone, MessageType::kBwDoneAck);
-    if (w != Wait::kOk) break;
-    const auto t1 = clock_.Now();
-    BandwidthPoint p;
-    p.message_bytes = size;
-    if (options_.rma) {
-      p.messages = written_;
-      p.bytes = written_ * size;
-    } else {
-      p.messages = answer_->seq + echo_messages_;
-      p.bytes = answer_->value + echo_bytes_;
-    }
-    p.seconds = std::chrono::duration<double>(t1 - t0).count();
-    p.gbytes_per_second = p.seconds > 0 ? static_cast<double>(p.bytes) / p.seconds / 1e9 : 0;
-    r_.points.push_back(p);
-  }
-  End(w);
-  r_.elapsed = clock_.Now() - start;
-  return r_;
+  return Finish(Sweep(header, peer_max), start);
 }
 
 }  // namespace

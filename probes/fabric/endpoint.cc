@@ -150,18 +150,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions
 
 absl::Status Endpoint::Open(const EndpointOptions& options, InfoPtr info) {
   fi_ = std::move(info);
-  info_.provider = fi_->fabric_attr->prov_name ? fi_->fabric_attr->prov_name : "";
-  info_.fabric = fi_->fabric_attr->name ? fi_->fabric_attr->name : "";
-  info_.domain = fi_->domain_attr->name ? fi_->domain_attr->name : "";
-  info_.library_version = fi_version();
-  info_.rma = options.rma && (fi_->caps & FI_RMA) == FI_RMA;
-  info_.mr_local = (fi_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
-  info_.mr_virt_addr = (fi_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
-  info_.manual_progress = fi_->domain_attr->data_progress == FI_PROGRESS_MANUAL;
-  info_.max_msg_size = fi_->ep_attr->max_msg_size;
-  info_.inject_size = fi_->tx_attr->inject_size;
-  info_.tx_size = fi_->tx_attr->size;
-  info_.rx_size = fi_->rx_attr->size;
+  Describe(options);
   av_capacity_ = std::max<size_t>(options.av_capacity, 1);
 
   fid_fabric* fabric = nullptr;
@@ -174,11 +163,34 @@ absl::Status Endpoint::Open(const EndpointOptions& options, InfoPtr info) {
   if (ret != 0) return FiStatus("fi_domain", ret);
   domain_.reset(domain);
 
+  if (absl::Status s = OpenCq(options); !s.ok()) return s;
+  if (absl::Status s = OpenAv(); !s.ok()) return s;
+  if (absl::Status s = EnableEndpoint(); !s.ok()) return s;
+  return ReadAddress();
+}
+
+void Endpoint::Describe(const EndpointOptions& options) {
+  info_.provider = fi_->fabric_attr->prov_name ? fi_->fabric_attr->prov_name : "";
+  info_.fabric = fi_->fabric_attr->name ? fi_->fabric_attr->name : "";
+  info_.domain = fi_->domain_attr->name ? fi_->domain_attr->name : "";
+  info_.library_version = fi_version();
+  info_.rma = options.rma && (fi_->caps & FI_RMA) == FI_RMA;
+  info_.mr_local = (fi_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  info_.mr_virt_addr = (fi_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+  info_.manual_progress = fi_->domain_attr->data_progress == FI_PROGRESS_MANUAL;
+  info_.max_msg_size = fi_->ep_attr->max_msg_size;
+  info_.inject_size = fi_->tx_attr->inject_size;
+  info_.tx_size = fi_->tx_attr->size;
+  info_.rx_size = fi_->rx_attr->size;
+}
+
+absl::Status Endpoint::OpenCq(const EndpointOptions& options) {
   // Not every provider offers an fd (efa: not with shm; efa dgram: none), so fall back to no wait
   // object and short sleeps. fi_cq_sread (FI_WAIT_UNSPEC) is not used: on shm in 1.17 it spun at
   // 80% of a core and did not return within its timeout.
   std::vector<fi_wait_obj> waits = {FI_WAIT_NONE};
   if (options.blocking_wait) waits = {FI_WAIT_FD, FI_WAIT_NONE};
+  int ret = 0;
   for (fi_wait_obj w : waits) {
     fi_cq_attr cq_attr{};
     cq_attr.size = options.cq_size;
@@ -200,17 +212,23 @@ absl::Status Endpoint::Open(const EndpointOptions& options, InfoPtr info) {
     break;
   }
   if (!cq_) return FiStatus("fi_cq_open", ret);
+  return absl::OkStatus();
+}
 
+absl::Status Endpoint::OpenAv() {
   fi_av_attr av_attr{};
   av_attr.type = FI_AV_TABLE;
   av_attr.count = av_capacity_;
   fid_av* av = nullptr;
-  ret = fi_av_open(domain_.get(), &av_attr, &av, nullptr);
+  const int ret = fi_av_open(domain_.get(), &av_attr, &av, nullptr);
   if (ret != 0) return FiStatus("fi_av_open", ret);
   av_.reset(av);
+  return absl::OkStatus();
+}
 
+absl::Status Endpoint::EnableEndpoint() {
   fid_ep* ep = nullptr;
-  ret = fi_endpoint(domain_.get(), fi_.get(), &ep, nullptr);
+  int ret = fi_endpoint(domain_.get(), fi_.get(), &ep, nullptr);
   if (ret != 0) return FiStatus("fi_endpoint", ret);
   ep_.reset(ep);
   ret = fi_ep_bind(ep_.get(), &av_->fid, 0);
@@ -219,11 +237,14 @@ absl::Status Endpoint::Open(const EndpointOptions& options, InfoPtr info) {
   if (ret != 0) return FiStatus("fi_ep_bind(cq)", ret);
   ret = fi_enable(ep_.get());
   if (ret != 0) return FiStatus("fi_enable", ret);
+  return absl::OkStatus();
+}
 
+absl::Status Endpoint::ReadAddress() {
   // fi_getname is valid only after fi_enable; it reports the needed size when ours is too small.
   size_t len = 64;
   address_.resize(len);
-  ret = fi_getname(&ep_->fid, address_.data(), &len);
+  int ret = fi_getname(&ep_->fid, address_.data(), &len);
   if (ret == -FI_ETOOSMALL) {
     address_.resize(len);
     ret = fi_getname(&ep_->fid, address_.data(), &len);

@@ -170,6 +170,16 @@ class Endpoint {
  private:
   Endpoint() = default;
   absl::Status Open(const EndpointOptions& options, InfoPtr info);
+  // The steps of Open(), in order; those that can fail return the first libfabric error.
+  // Fills info_ from the chosen fi_info.
+  void Describe(const EndpointOptions& options);
+  // The completion queue, with an fd to block on when asked for and offered.
+  absl::Status OpenCq(const EndpointOptions& options);
+  absl::Status OpenAv();
+  // Opens the endpoint, binds the address vector and CQ to it, and enables it.
+  absl::Status EnableEndpoint();
+  // Our raw address (fi_getname), valid only once the endpoint is enabled.
+  absl::Status ReadAddress();
 
   FabricInfo info_;
   InfoPtr fi_;

@@ -129,12 +129,13 @@ void FabricService::StartBandwidth(BandwidthOptions o, BandwidthDone done) {
   o.endpoint = options_.endpoint;
   auto shared_done = std::make_shared<BandwidthDone>(std::move(done));
   const bool started = Launch([this, o, shared_done](std::stop_token stop) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = clock_.Now();
     {
-      // One bandwidth probe per NIC: two at once would each measure half the link.
+      // One bandwidth probe per NIC: two at once would each measure half the link. The condition
+      // variable waits on the real steady clock whatever clock_ is, so it gets the deadline as a
+      // duration: a time point of a fake clock would mean nothing to it.
       std::unique_lock<std::mutex> lock(mu_);
-      const bool got =
-          bw_free_.wait_until(lock, start + o.deadline, [&] { return !bw_busy_ || stopping_; });
+      const bool got = bw_free_.wait_for(lock, o.deadline, [&] { return !bw_busy_ || stopping_; });
       if (!got || stopping_) {
         lock.unlock();
         (*shared_done)(absl::ResourceExhaustedError(
@@ -145,8 +146,8 @@ void FabricService::StartBandwidth(BandwidthOptions o, BandwidthDone done) {
       bw_busy_ = true;
     }
     BandwidthOptions left = o;
-    left.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(
-        o.deadline - (std::chrono::steady_clock::now() - start));
+    left.deadline =
+        std::chrono::duration_cast<std::chrono::milliseconds>(o.deadline - (clock_.Now() - start));
     absl::StatusOr<BandwidthResult> r = Bandwidth(left, std::move(stop), clock_);
     {
       std::lock_guard<std::mutex> lock(mu_);

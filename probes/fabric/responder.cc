@@ -220,83 +220,85 @@ void Responder::Handle(Slot& slot, size_t len) {
   received_.fetch_add(1, std::memory_order_relaxed);
   std::span<std::byte> msg(slot.buf->data(), std::min(len, slot.buf->size()));
   const std::optional<MessageHeader> h = DecodeHeader(msg);
-  if (!h) {
-    garbage_.fetch_add(1, std::memory_order_relaxed);
-    Post(slot);
-    return;
-  }
+  if (!h) return Discard(slot);
   switch (h->type) {
     case MessageType::kPing:
       pings_.fetch_add(1, std::memory_order_relaxed);
       RewriteType(msg, MessageType::kPong, h->value);
       Reply(slot, msg.size(), h->sender);
       return;
-    case MessageType::kBwData: {
-      bw_messages_.fetch_add(1, std::memory_order_relaxed);
-      bw_bytes_.fetch_add(msg.size(), std::memory_order_relaxed);
-      auto it = std::find_if(sessions_.begin(), sessions_.end(),
-                             [&](const Session& s) { return s.id == h->session; });
-      if (it == sessions_.end()) {
-        it = sessions_.begin() + static_cast<ptrdiff_t>(next_session_);
-        next_session_ = (next_session_ + 1) % sessions_.size();
-        *it = Session{h->session, 0, 0};
-      }
-      it->messages++;
-      it->bytes += msg.size();
-      if ((h->value & kEchoFlag) != 0) {
-        RewriteType(msg, MessageType::kBwEcho, h->value);
-        Reply(slot, msg.size(), h->sender);
-      } else {
-        Post(slot);
-      }
-      return;
-    }
-    case MessageType::kRmaHello: {
-      rma_hellos_.fetch_add(1, std::memory_order_relaxed);
-      MessageHeader ack;
-      ack.type = MessageType::kRmaInfo;
-      ack.session = h->session;
-      ack.sender = endpoint_->address();
-      const size_t n = EncodeHeader(ack, slot.buf->span());
-      if (n == 0 || !EncodeRegion(RmaSink(), slot.buf->span().subspan(n))) {
-        garbage_.fetch_add(1, std::memory_order_relaxed);
-        Post(slot);
-        return;
-      }
-      Reply(slot, n + kRegionBytes, h->sender);
-      return;
-    }
+    case MessageType::kBwData:
+      return HandleBwData(slot, msg, *h);
+    case MessageType::kRmaHello:
+      return HandleRmaHello(slot, *h);
     case MessageType::kBwDone:
-    case MessageType::kHello: {
-      MessageHeader ack;
-      ack.session = h->session;
-      ack.sender = endpoint_->address();
-      if (h->type == MessageType::kHello) {
-        ack.type = MessageType::kHelloAck;
-        ack.seq = slots_.size();
-        ack.value = options_.max_message_bytes;
-      } else {
-        auto it = std::find_if(sessions_.begin(), sessions_.end(),
-                               [&](const Session& s) { return s.id == h->session; });
-        ack.type = MessageType::kBwDoneAck;
-        ack.seq = it == sessions_.end() ? 0 : it->messages;
-        ack.value = it == sessions_.end() ? 0 : it->bytes;
-      }
-      const size_t n = EncodeHeader(ack, slot.buf->span());
-      if (n == 0) {
-        garbage_.fetch_add(1, std::memory_order_relaxed);
-        Post(slot);
-        return;
-      }
-      Reply(slot, n, h->sender);
-      return;
-    }
+    case MessageType::kHello:
+      return Acknowledge(slot, *h);
     default:
       // Answers (kPong, kBwEcho, acks) never come to a responder; count them as garbage.
-      garbage_.fetch_add(1, std::memory_order_relaxed);
-      Post(slot);
-      return;
+      return Discard(slot);
   }
+}
+
+void Responder::Discard(Slot& slot) {
+  garbage_.fetch_add(1, std::memory_order_relaxed);
+  Post(slot);
+}
+
+Responder::Session* Responder::FindSession(uint64_t id) {
+  auto it = std::find_if(sessions_.begin(), sessions_.end(),
+                         [&](const Session& s) { return s.id == id; });
+  return it == sessions_.end() ? nullptr : &*it;
+}
+
+void Responder::HandleBwData(Slot& slot, std::span<std::byte> msg, const MessageHeader& h) {
+  bw_messages_.fetch_add(1, std::memory_order_relaxed);
+  bw_bytes_.fetch_add(msg.size(), std::memory_order_relaxed);
+  Session* session = FindSession(h.session);
+  if (session == nullptr) {
+    // A new session takes the oldest entry's place.
+    session = &sessions_[next_session_];
+    next_session_ = (next_session_ + 1) % sessions_.size();
+    *session = Session{h.session, 0, 0};
+  }
+  session->messages++;
+  session->bytes += msg.size();
+  if ((h.value & kEchoFlag) != 0) {
+    RewriteType(msg, MessageType::kBwEcho, h.value);
+    Reply(slot, msg.size(), h.sender);
+  } else {
+    Post(slot);
+  }
+}
+
+void Responder::HandleRmaHello(Slot& slot, const MessageHeader& h) {
+  rma_hellos_.fetch_add(1, std::memory_order_relaxed);
+  MessageHeader ack;
+  ack.type = MessageType::kRmaInfo;
+  ack.session = h.session;
+  ack.sender = endpoint_->address();
+  const size_t n = EncodeHeader(ack, slot.buf->span());
+  if (n == 0 || !EncodeRegion(RmaSink(), slot.buf->span().subspan(n))) return Discard(slot);
+  Reply(slot, n + kRegionBytes, h.sender);
+}
+
+void Responder::Acknowledge(Slot& slot, const MessageHeader& h) {
+  MessageHeader ack;
+  ack.session = h.session;
+  ack.sender = endpoint_->address();
+  if (h.type == MessageType::kHello) {
+    ack.type = MessageType::kHelloAck;
+    ack.seq = slots_.size();
+    ack.value = options_.max_message_bytes;
+  } else {
+    const Session* session = FindSession(h.session);
+    ack.type = MessageType::kBwDoneAck;
+    ack.seq = session == nullptr ? 0 : session->messages;
+    ack.value = session == nullptr ? 0 : session->bytes;
+  }
+  const size_t n = EncodeHeader(ack, slot.buf->span());
+  if (n == 0) return Discard(slot);
+  Reply(slot, n, h.sender);
 }
 
 }  // namespace efawatch::fabric

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "probes/fabric/endpoint.h"
+#include "probes/fabric/message.h"
 
 namespace efawatch::fabric {
 
@@ -98,7 +99,16 @@ class Responder {
   Responder() = default;
   void Run(const std::stop_token& stop);
   void Post(Slot& slot);
+  // Answers one received message; every path reposts the slot, at once or after the reply.
   void Handle(Slot& slot, size_t len);
+  // Counts a message that is not for us and reposts its slot.
+  void Discard(Slot& slot);
+  // kBwData: counts it in its session and echoes it when asked to.
+  void HandleBwData(Slot& slot, std::span<std::byte> msg, const MessageHeader& h);
+  // kRmaHello: answers kRmaInfo with the RMA sink (or "no sink").
+  void HandleRmaHello(Slot& slot, const MessageHeader& h);
+  // kHello (our depth and largest message) and kBwDone (the session's counts).
+  void Acknowledge(Slot& slot, const MessageHeader& h);
   void Reply(Slot& slot, size_t len, const std::string& to);
   bool FlushPending();
   RemoteRegion RmaSink();
@@ -116,6 +126,7 @@ class Responder {
     uint64_t bytes = 0;
   };
   std::vector<Session> sessions_;
+  Session* FindSession(uint64_t id);  // null when not kept
   size_t next_session_ = 0;
   std::vector<Slot*> pending_;  // Posts that got -FI_EAGAIN, retried after progress.
   // The RMA sink (null until first asked for). Peers write into it; nothing here reads it.

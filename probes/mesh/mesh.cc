@@ -185,79 +185,93 @@ void Mesh::RunOnce(const std::stop_token& stop) {
     peers = selector_->Select(self_key, options_.self_group);
   }
   // Opened outside any peer's time slice: a fi_getinfo takes a good part of a second on tcp.
-  if (!pinger_ && !peers.empty()) {
-    auto p = fabric::Pinger::Create(options_.endpoint, options_.message_bytes);
-    if (p.ok()) {
-      pinger_ = *std::move(p);
-    } else {
-      pinger_error_ = absl::StrCat("fabric endpoint: ", p.status().message());
-    }
-  }
-  const auto budget = std::chrono::duration_cast<std::chrono::milliseconds>(
-      options_.interval * options_.round_budget / std::max<size_t>(1, peers.size()));
-  size_t reachable = 0;
-  std::vector<std::string> failed;
-  std::set<std::string> current;
-  bool found_self = false;
-  for (const Peer& p : peers) {
-    if (stop.stop_requested()) return;
-    current.insert(p.agent);
-    const bool ok = PingPeer(p, budget, stop);
-    // A DNS-listed fleet includes this agent's own address, which it learns only when it
-    // asks itself for its identity: drop it and select again at the next discovery.
-    if (auto id = identities_.find(p.agent); id != identities_.end() &&
-                                             !options_.self_node.empty() &&
-                                             id->second.node == options_.self_node) {
-      self_agents_.insert(p.agent);
-      found_self = true;
-      current.erase(p.agent);
-      continue;
-    }
-    if (ok) {
-      ++reachable;
-    } else {
-      std::lock_guard lock(mu_);
-      failed.push_back(states_[p.agent].node);
-    }
-  }
-  if (found_self) next_discovery_ = clock_.Now();
-  const size_t expected = current.size();
+  if (!pinger_ && !peers.empty()) OpenPinger();
+  Round round;
+  if (!PingAll(peers, stop, round)) return;
+  if (round.found_self) next_discovery_ = clock_.Now();
+  const size_t expected = round.current.size();
   const bool suspect =
-      expected >= 2 && static_cast<double>(failed.size()) >=
+      expected >= 2 && static_cast<double>(round.failed.size()) >=
                            options_.self_suspect_share * static_cast<double>(expected);
-  {
-    std::lock_guard lock(mu_);
-    // Peers no longer selected lose their series: cardinality stays at the fan-out.
-    for (auto it = states_.begin(); it != states_.end();) {
-      it = current.contains(it->first) ? std::next(it) : states_.erase(it);
-    }
-    snap_.expected = expected;
-    snap_.reachable = reachable;
-    snap_.self_suspect = suspect;
-    ++snap_.rounds;
-  }
+  Publish(round, suspect);
   std::vector<common::Finding> findings;
   if (suspect) {
-    if (!suspect_raised_) suspect_since_ = clock_.WallNow();
-    suspect_raised_ = true;
-    common::Finding f;
-    f.kind = "mesh_self_suspect";
-    f.severity = common::Severity::kCritical;
-    f.subject = options_.self_node;
-    f.message = absl::StrCat(failed.size(), " of ", expected,
-                             " fabric peers did not answer this node's mesh pings: this node's "
-                             "own fabric link is the likely fault, not its peers");
-    std::sort(failed.begin(), failed.end());
-    if (failed.size() > kFailuresNamed) failed.resize(kFailuresNamed);
-    f.evidence.source = "mesh";
-    f.evidence.text = absl::StrCat("failed peers: ", absl::StrJoin(failed, ", "));
-    f.first_seen = suspect_since_;
-    f.last_seen = clock_.WallNow();
-    findings.push_back(std::move(f));
+    findings.push_back(SelfSuspicion(std::move(round.failed), expected));
   } else {
     suspect_raised_ = false;
   }
   if (findings_) findings_(std::move(findings));
+}
+
+void Mesh::OpenPinger() {
+  auto p = fabric::Pinger::Create(options_.endpoint, options_.message_bytes);
+  if (p.ok()) {
+    pinger_ = *std::move(p);
+  } else {
+    pinger_error_ = absl::StrCat("fabric endpoint: ", p.status().message());
+  }
+}
+
+bool Mesh::PingAll(const std::vector<Peer>& peers, const std::stop_token& stop, Round& round) {
+  const auto budget = std::chrono::duration_cast<std::chrono::milliseconds>(
+      options_.interval * options_.round_budget / std::max<size_t>(1, peers.size()));
+  for (const Peer& p : peers) {
+    if (stop.stop_requested()) return false;
+    round.current.insert(p.agent);
+    const bool ok = PingPeer(p, budget, stop);
+    // A DNS-listed fleet includes this agent's own address, which it learns only when it
+    // asks itself for its identity: drop it and select again at the next discovery.
+    if (IsSelf(p.agent)) {
+      self_agents_.insert(p.agent);
+      round.found_self = true;
+      round.current.erase(p.agent);
+      continue;
+    }
+    if (ok) {
+      ++round.reachable;
+    } else {
+      std::lock_guard lock(mu_);
+      round.failed.push_back(states_[p.agent].node);
+    }
+  }
+  return true;
+}
+
+bool Mesh::IsSelf(const std::string& agent) const {
+  auto id = identities_.find(agent);
+  return id != identities_.end() && !options_.self_node.empty() &&
+         id->second.node == options_.self_node;
+}
+
+void Mesh::Publish(const Round& round, bool suspect) {
+  std::lock_guard lock(mu_);
+  // Peers no longer selected lose their series: cardinality stays at the fan-out.
+  for (auto it = states_.begin(); it != states_.end();) {
+    it = round.current.contains(it->first) ? std::next(it) : states_.erase(it);
+  }
+  snap_.expected = round.current.size();
+  snap_.reachable = round.reachable;
+  snap_.self_suspect = suspect;
+  ++snap_.rounds;
+}
+
+common::Finding Mesh::SelfSuspicion(std::vector<std::string> failed, size_t expected) {
+  if (!suspect_raised_) suspect_since_ = clock_.WallNow();
+  suspect_raised_ = true;
+  common::Finding f;
+  f.kind = "mesh_self_suspect";
+  f.severity = common::Severity::kCritical;
+  f.subject = options_.self_node;
+  f.message = absl::StrCat(failed.size(), " of ", expected,
+                           " fabric peers did not answer this node's mesh pings: this node's "
+                           "own fabric link is the likely fault, not its peers");
+  std::sort(failed.begin(), failed.end());
+  if (failed.size() > kFailuresNamed) failed.resize(kFailuresNamed);
+  f.evidence.source = "mesh";
+  f.evidence.text = absl::StrCat("failed peers: ", absl::StrJoin(failed, ", "));
+  f.first_seen = suspect_since_;
+  f.last_seen = clock_.WallNow();
+  return f;
 }
 
 MeshSnapshot Mesh::Snapshot() const {

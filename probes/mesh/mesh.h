@@ -120,6 +120,24 @@ class Mesh {
   // Pings one peer; returns true when it answered.
   bool PingPeer(const Peer& peer, std::chrono::milliseconds budget, const std::stop_token& stop);
 
+  // What one round of pings found.
+  struct Round {
+    std::set<std::string> current;    // agents pinged, this agent's own address left out
+    std::vector<std::string> failed;  // node names of the peers that did not answer
+    size_t reachable = 0;
+    bool found_self = false;  // a peer turned out to be this agent
+  };
+  // Opens pinger_; when that fails, keeps the reason in pinger_error_ for PingPeer to report.
+  void OpenPinger();
+  // Pings each peer in its slice of the round budget. Returns false when stopped part way.
+  bool PingAll(const std::vector<Peer>& peers, const std::stop_token& stop, Round& round);
+  // Whether `agent` told us this agent's own node name.
+  bool IsSelf(const std::string& agent) const;
+  // Publishes the round in the snapshot and drops the series of peers no longer selected.
+  void Publish(const Round& round, bool suspect);
+  // The self-suspicion finding; first_seen is when the suspicion started.
+  common::Finding SelfSuspicion(std::vector<std::string> failed, size_t expected);
+
   const MeshOptions options_;
   std::unique_ptr<PeerSource> source_;
   PeerLookup& lookup_;
