@@ -15,7 +15,10 @@ import pathlib
 import re
 import sys
 
-START = re.compile(r"^[A-Za-z_~][^;{}]*\)[^;{}]*\{\s*$|^[A-Za-z_~][^;{}]*\($")
+# A signature's first line: it opens the body itself, or continues on the next line (ends in
+# "(" or ",", or a return type on its own before a qualified name).
+START = re.compile(r"^[A-Za-z_~][^;{}]*\)[^;{}]*\{\s*$|^[A-Za-z_~][^;{}]*\($|"
+                   r"^[A-Za-z_~][^;{}=]*\([^;{}]*,\s*$")
 
 
 def functions(path):
