@@ -224,99 +224,121 @@ struct AddressGroups {
   }
 };
 
-void AnalyzeScope(Scope* s) {
+// What the node-count rules read, gathered in one pass over the scope's sources and processes.
+struct ScopeFacts {
   std::set<std::string> names, header_hosts;
   std::set<int> header_ranks;
   std::set<uint32_t> header_pids;
   Ev header_ev;
+  bool header_complete = false;  // nccl-tests' header lists ranks 0..n-1 of the whole job
   int max_nranks = -1, max_nnodes = -1;
-  bool any_boot = false, all_boot_loopback = true;
+  int world = -1;  // the largest communicator's rank count
+  bool all_boot_loopback = false;
   Ev boot_ev;
-  std::map<std::string, CommGroup> groups;
+  std::map<std::string, CommGroup> groups;  // by commId (else by nranks)
+  // Filled by the multi-node rules, read by the host-name rule and the node count.
+  int address_count = 0;
+  int launcher_count = 0;
+  bool every_proc_has_addrs = false;
+};
+
+// A rule: whether it holds and the earliest line it rests on.
+struct Proof {
+  explicit Proof(const char* r) : rule(r) {}
+  const char* rule;
+  bool holds = false;
+  Ev ev;
+};
+
+void Prove(Proof* pr, const Ev& ev) {
+  pr->holds = true;
+  Earliest(&pr->ev, ev);
+}
+
+void AddToGroups(const ProcState& p, std::map<std::string, CommGroup>* groups) {
+  for (const auto& c : p.comms) {
+    if (c->nranks <= 0 || c->rank < 0) continue;
+    CommGroup& g = (*groups)[!c->comm_id.empty() ? c->comm_id : "n" + std::to_string(c->nranks)];
+    g.nranks = c->nranks;
+    g.ranks.insert(c->rank);
+    g.hosts.insert(p.host);
+    g.procs.emplace(p.host, p.pid);
+    Earliest(&g.ev, c->ev.AsEv());
+    if (c->net_channels > 0) g.net = true;
+    for (const auto& [name, count] : c->transports) {
+      if (name.rfind("NET/", 0) == 0 || name.rfind("COLLNET/", 0) == 0) g.net = true;
+    }
+    for (const auto& [key, count] : c->ring_local) {
+      if (count > 0) g.senders[key >> 6] |= uint64_t{1} << (key & 63);
+    }
+  }
+}
+
+ScopeFacts GatherFacts(Scope* s) {
+  ScopeFacts f;
   for (const SourceState* ss : s->sources) {
     for (const auto& h : ss->header) {
-      header_ranks.insert(h.rank);
-      header_hosts.insert(h.host);
-      header_pids.insert(h.pid);
+      f.header_ranks.insert(h.rank);
+      f.header_hosts.insert(h.host);
+      f.header_pids.insert(h.pid);
     }
-    Earliest(&header_ev, ss->ev_header);
+    Earliest(&f.header_ev, ss->ev_header);
   }
+  bool any_boot = false, all_boot_loopback = true;
   for (const Derived* d : s->procs) {
     const ProcState& p = *d->p;
-    if (!p.host.empty()) names.insert(p.host);
+    if (!p.host.empty()) f.names.insert(p.host);
     if (!p.boot_addr.empty()) {
       any_boot = true;
-      Earliest(&boot_ev, p.ev_bootstrap);
+      Earliest(&f.boot_ev, p.ev_bootstrap);
       if (!p.boot_loopback) all_boot_loopback = false;
     }
     if (d->socket_channels) s->any_socket_channels = true;
     if (d->net_channels) s->any_net_channels = true;
     for (const auto& c : p.comms) {
-      max_nranks = std::max(max_nranks, c->nranks);
-      max_nnodes = std::max(max_nnodes, c->nnodes);
-      if (c->nranks <= 0 || c->rank < 0) continue;
-      CommGroup& g = groups[!c->comm_id.empty() ? c->comm_id : "n" + std::to_string(c->nranks)];
-      g.nranks = c->nranks;
-      g.ranks.insert(c->rank);
-      g.hosts.insert(p.host);
-      g.procs.emplace(p.host, p.pid);
-      Earliest(&g.ev, c->ev.AsEv());
-      if (c->net_channels > 0) g.net = true;
-      for (const auto& [name, count] : c->transports) {
-        if (name.rfind("NET/", 0) == 0 || name.rfind("COLLNET/", 0) == 0) g.net = true;
-      }
-      for (const auto& [key, count] : c->ring_local) {
-        if (count > 0) g.senders[key >> 6] |= uint64_t{1} << (key & 63);
-      }
+      f.max_nranks = std::max(f.max_nranks, c->nranks);
+      f.max_nnodes = std::max(f.max_nnodes, c->nnodes);
     }
+    AddToGroups(p, &f.groups);
   }
-  if (!any_boot) all_boot_loopback = false;
-  s->ranks = max_nranks;
-  if (s->ranks < 0 && !header_ranks.empty()) s->ranks = static_cast<int>(header_ranks.size());
-  const int world = max_nranks;
-  bool header_complete = !header_ranks.empty() && *header_ranks.begin() == 0 &&
-                         *header_ranks.rbegin() == static_cast<int>(header_ranks.size()) - 1 &&
-                         (world < 0 || world == static_cast<int>(header_ranks.size()));
+  f.all_boot_loopback = any_boot && all_boot_loopback;
+  s->ranks = f.max_nranks;
+  if (s->ranks < 0 && !f.header_ranks.empty()) s->ranks = static_cast<int>(f.header_ranks.size());
+  f.world = f.max_nranks;
+  const int header_n = static_cast<int>(f.header_ranks.size());
+  f.header_complete = !f.header_ranks.empty() && *f.header_ranks.begin() == 0 &&
+                      *f.header_ranks.rbegin() == header_n - 1 &&
+                      (f.world < 0 || f.world == header_n);
+  return f;
+}
 
-  // Each rule: whether it holds and the earliest line it rests on.
-  struct Proof {
-    explicit Proof(const char* r) : rule(r) {}
-    const char* rule;
-    bool holds = false;
-    Ev ev;
-  };
-  auto prove = [](Proof* pr, const Ev& ev) {
-    pr->holds = true;
-    Earliest(&pr->ev, ev);
-  };
-
-  // Tier 0: every rank of the largest communicator in one process, which cannot span machines
-  // (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE make such a job print nNodes 2 and use the NET).
+// Tier 0: every rank of the largest communicator in one process, which cannot span machines
+// (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE make such a job print nNodes 2 and use the NET).
+Proof ProveOneProcess(const ScopeFacts& f) {
   Proof one_process("one_process");
-  for (const auto& [key, g] : groups) {
-    if (g.nranks == world && AllRanks(g) && g.procs.size() == 1) prove(&one_process, g.ev);
+  for (const auto& [key, g] : f.groups) {
+    if (g.nranks == f.world && AllRanks(g) && g.procs.size() == 1) Prove(&one_process, g.ev);
   }
-  if (header_complete && header_hosts.size() == 1 && header_pids.size() == 1 &&
-      *header_pids.begin() != 0) {
-    prove(&one_process, header_ev);
+  if (f.header_complete && f.header_hosts.size() == 1 && f.header_pids.size() == 1 &&
+      *f.header_pids.begin() != 0) {
+    Prove(&one_process, f.header_ev);
   }
+  return one_process;
+}
 
-  // Tier 1: several nodes.
-  Proof nnodes("nnodes"), local_ranks("nranks_gt_local_ranks"), net("net_channels"),
-      addresses("addresses"), launcher("launcher"), timeout("connect_timeout");
+struct MultiProofs {
+  Proof nnodes{"nnodes"}, local_ranks{"nranks_gt_local_ranks"}, net{"net_channels"},
+      addresses{"addresses"}, launcher{"launcher"}, timeout{"connect_timeout"};
+};
+
+// Addresses: the processes' own lists join into one group per host; a peer address no process
+// lists is a host of its own. Sets f->address_count and f->every_proc_has_addrs.
+void ProveAddresses(const Scope& s, ScopeFacts* f, Proof* addresses) {
   AddressGroups addr_groups;
-  std::set<std::string> launchers;
-  bool every_proc_has_addrs = !s->procs.empty();
-  for (const Derived* d : s->procs) {
+  f->every_proc_has_addrs = !s.procs.empty();
+  for (const Derived* d : s.procs) {
     const ProcState& p = *d->p;
-    for (const auto& c : p.comms) {
-      if (c->nnodes >= 2) prove(&nnodes, c->ev_nodes.AsEv());
-      if (c->local_ranks > 0 && c->nranks > c->local_ranks) prove(&local_ranks, c->ev_nodes.AsEv());
-    }
-    if (d->net_channels) prove(&net, FirstSet({&p.ev_socket_channel, &p.ev_net_channel}));
-    if (p.completions.count > 0) prove(&net, p.completions.first);
-    if (p.remote_timeout) prove(&timeout, p.ev_timeout);
-    if (p.addrs.empty()) every_proc_has_addrs = false;
+    if (p.addrs.empty()) f->every_proc_has_addrs = false;
     int first = -1;
     for (const std::string& a : p.addrs) {
       int g = addr_groups.Add(a);
@@ -324,84 +346,147 @@ void AnalyzeScope(Scope* s) {
       addr_groups.Join(g, first);
     }
     for (const std::string& a : p.peer_addrs) addr_groups.Add(a);
-    for (const std::string& l : p.launcher_hosts) launchers.insert(l);
   }
-  const int address_count = addr_groups.Count();
-  if (address_count >= 2) {
-    // The evidence: the earliest line of a process that shows an address, or names a peer.
-    for (const Derived* d : s->procs) {
-      const ProcState& p = *d->p;
-      if (!p.peer_addrs.empty()) Earliest(&addresses.ev, p.ev_peer);
-      if (!p.addrs.empty()) {
-        Earliest(&addresses.ev, FirstSet({&p.ev_bootstrap, &p.ev_socket_using, &p.ev_first}));
-      }
+  f->address_count = addr_groups.Count();
+  if (f->address_count < 2) return;
+  // The evidence: the earliest line of a process that shows an address, or names a peer.
+  for (const Derived* d : s.procs) {
+    const ProcState& p = *d->p;
+    if (!p.peer_addrs.empty()) Earliest(&addresses->ev, p.ev_peer);
+    if (!p.addrs.empty()) {
+      Earliest(&addresses->ev, FirstSet({&p.ev_bootstrap, &p.ev_socket_using, &p.ev_first}));
     }
-    addresses.holds = true;
   }
-  // Locations are compared within one launcher (Ray by address, pdsh by host name): the same
-  // machine may show up once as each.
+  addresses->holds = true;
+}
+
+// Locations are compared within one launcher (Ray by address, pdsh by host name): the same
+// machine may show up once as each. Sets f->launcher_count.
+void ProveLauncher(const Scope& s, ScopeFacts* f, Proof* launcher) {
+  std::set<std::string> launchers;
+  for (const Derived* d : s.procs) {
+    for (const std::string& l : d->p->launcher_hosts) launchers.insert(l);
+  }
   size_t ray_locations = 0, launcher_hosts = 0;
   for (const std::string& l : launchers) {
     ++(l.rfind("host=", 0) == 0 ? launcher_hosts : ray_locations);
   }
-  const int launcher_count = static_cast<int>(std::max(ray_locations, launcher_hosts));
-  if (launcher_count >= 2) {
-    for (const Derived* d : s->procs) Earliest(&launcher.ev, d->p->ev_launcher);
-    launcher.holds = true;
-  }
+  f->launcher_count = static_cast<int>(std::max(ray_locations, launcher_hosts));
+  if (f->launcher_count < 2) return;
+  for (const Derived* d : s.procs) Earliest(&launcher->ev, d->p->ev_launcher);
+  launcher->holds = true;
+}
 
-  // Tier 2: one node, for the largest communicator.
-  Proof nnodes_1("nnodes_1"), nranks_1("nranks_1"), rings("on_node_rings"),
-      one_host("all_ranks_one_host"), loopback("bootstrap_loopback");
-  for (const Derived* d : s->procs) {
+// Tier 1: several nodes.
+MultiProofs ProveMulti(const Scope& s, ScopeFacts* f) {
+  MultiProofs m;
+  for (const Derived* d : s.procs) {
+    const ProcState& p = *d->p;
+    for (const auto& c : p.comms) {
+      if (c->nnodes >= 2) Prove(&m.nnodes, c->ev_nodes.AsEv());
+      if (c->local_ranks > 0 && c->nranks > c->local_ranks) {
+        Prove(&m.local_ranks, c->ev_nodes.AsEv());
+      }
+    }
+    if (d->net_channels) Prove(&m.net, FirstSet({&p.ev_socket_channel, &p.ev_net_channel}));
+    if (p.completions.count > 0) Prove(&m.net, p.completions.first);
+    if (p.remote_timeout) Prove(&m.timeout, p.ev_timeout);
+  }
+  ProveAddresses(s, f, &m.addresses);
+  ProveLauncher(s, f, &m.launcher);
+  return m;
+}
+
+struct SingleProofs {
+  Proof nnodes_1{"nnodes_1"}, nranks_1{"nranks_1"}, rings{"on_node_rings"},
+      one_host{"all_ranks_one_host"}, loopback{"bootstrap_loopback"};
+};
+
+// Tier 2: one node, for the largest communicator.
+SingleProofs ProveSingle(const Scope& s, const ScopeFacts& f) {
+  SingleProofs p1;
+  const int world = f.world;
+  for (const Derived* d : s.procs) {
     for (const auto& c : d->p->comms) {
-      if (c->nnodes == 1 && c->nranks == world) prove(&nnodes_1, c->ev_nodes.AsEv());
-      if (world == 1 && c->nranks == 1) prove(&nranks_1, c->ev.AsEv());
+      if (c->nnodes == 1 && c->nranks == world) Prove(&p1.nnodes_1, c->ev_nodes.AsEv());
+      if (world == 1 && c->nranks == 1) Prove(&p1.nranks_1, c->ev.AsEv());
     }
   }
-  for (const auto& [key, g] : groups) {
+  for (const auto& [key, g] : f.groups) {
     if (g.nranks != world || world < 2) continue;
-    if (AllRanks(g) && g.hosts.size() == 1) prove(&one_host, g.ev);
+    if (AllRanks(g) && g.hosts.size() == 1) Prove(&p1.one_host, g.ev);
     if (world <= 64 && !g.net) {
       const uint64_t all = world == 64 ? ~uint64_t{0} : (uint64_t{1} << world) - 1;
       for (const auto& [channel, bits] : g.senders) {
-        if ((bits & all) == all) prove(&rings, g.ev);
+        if ((bits & all) == all) Prove(&p1.rings, g.ev);
       }
     }
   }
-  if (header_complete && header_hosts.size() == 1) prove(&one_host, header_ev);
+  if (f.header_complete && f.header_hosts.size() == 1) Prove(&p1.one_host, f.header_ev);
   // Bootstrap on loopback works on one node only. A job on several nodes that tries it hangs in
   // bootstrap, so it proves one node once a communicator completed its init, or where no
   // process has any other interface to reach another node with.
   bool any_own_addr = false, any_complete = false;
-  for (const Derived* d : s->procs) {
+  for (const Derived* d : s.procs) {
     any_own_addr = any_own_addr || !d->p->addrs.empty();
     for (const auto& c : d->p->comms) any_complete = any_complete || c->complete;
   }
-  if (all_boot_loopback && (!any_own_addr || any_complete)) prove(&loopback, boot_ev);
+  if (f.all_boot_loopback && (!any_own_addr || any_complete)) Prove(&p1.loopback, f.boot_ev);
+  return p1;
+}
 
-  // Tier 3: host names, which containers share ("ubuntu", "localhost") and which distinct
-  // addresses outrank: two names do not count when every process shows addresses of one host.
+// Tier 3: host names, which containers share ("ubuntu", "localhost") and which distinct
+// addresses outrank: two names do not count when every process shows addresses of one host.
+Proof ProveHostNames(const Scope& s, ScopeFacts* f) {
   Proof host_names("host_names");
-  for (const auto& h : header_hosts) names.insert(h);
-  for (const Derived* d : s->procs) {
-    for (const auto& n : d->p->peer_names) names.insert(n);
+  for (const auto& h : f->header_hosts) f->names.insert(h);
+  for (const Derived* d : s.procs) {
+    for (const auto& n : d->p->peer_names) f->names.insert(n);
   }
-  names.erase("localhost");
-  if (names.size() >= 2 && !(every_proc_has_addrs && address_count == 1)) {
-    std::string first_name = *names.begin();
-    for (const Derived* d : s->procs) {
-      if (d->p->host != first_name) Earliest(&host_names.ev, d->p->ev_first);
-      if (!d->p->peer_names.empty()) Earliest(&host_names.ev, d->p->ev_peer);
-    }
-    if (header_hosts.size() >= 2) Earliest(&host_names.ev, header_ev);
-    host_names.holds = true;
+  f->names.erase("localhost");
+  if (f->names.size() < 2 || (f->every_proc_has_addrs && f->address_count == 1)) {
+    return host_names;
   }
+  const std::string& first_name = *f->names.begin();
+  for (const Derived* d : s.procs) {
+    if (d->p->host != first_name) Earliest(&host_names.ev, d->p->ev_first);
+    if (!d->p->peer_names.empty()) Earliest(&host_names.ev, d->p->ev_peer);
+  }
+  if (f->header_hosts.size() >= 2) Earliest(&host_names.ev, f->header_ev);
+  host_names.holds = true;
+  return host_names;
+}
 
+// The node count: 1 when one node is proven; with several, the largest count any evidence gives.
+void CountNodes(Scope* s, const ScopeFacts& f) {
+  if (s->single()) {
+    s->nodes = 1;
+    return;
+  }
+  if (!s->multi()) return;
+  const bool addresses_say_one = f.every_proc_has_addrs && f.address_count == 1;
+  const int names_count =
+      s->rule == "host_names" || !addresses_say_one ? static_cast<int>(f.names.size()) : 1;
+  s->nodes = std::max({f.max_nnodes, f.address_count, f.launcher_count, names_count});
+  if (f.header_complete && f.header_hosts.size() >= 2) {
+    s->nodes = static_cast<int>(f.header_hosts.size());
+  }
+  if (s->nodes < 2) s->nodes = -1;
+}
+
+// Decides the scope's node count from proof: the tiers in order, the first rule that holds in the
+// first tier with one decides (docs/nccl-findings.md lists the rules).
+void AnalyzeScope(Scope* s) {
+  ScopeFacts f = GatherFacts(s);
+  const Proof one_process = ProveOneProcess(f);
+  const MultiProofs m = ProveMulti(*s, &f);
+  const SingleProofs p1 = ProveSingle(*s, f);
+  const Proof host_names = ProveHostNames(*s, &f);
   const std::vector<std::pair<NodeCount, std::vector<const Proof*>>> tiers = {
       {NodeCount::kSingle, {&one_process}},
-      {NodeCount::kMulti, {&nnodes, &local_ranks, &net, &addresses, &launcher, &timeout}},
-      {NodeCount::kSingle, {&nnodes_1, &nranks_1, &rings, &one_host, &loopback}},
+      {NodeCount::kMulti,
+       {&m.nnodes, &m.local_ranks, &m.net, &m.addresses, &m.launcher, &m.timeout}},
+      {NodeCount::kSingle, {&p1.nnodes_1, &p1.nranks_1, &p1.rings, &p1.one_host, &p1.loopback}},
       {NodeCount::kMulti, {&host_names}},
   };
   for (const auto& [count, proofs] : tiers) {
@@ -414,19 +499,7 @@ void AnalyzeScope(Scope* s) {
     }
     if (s->count != NodeCount::kUnknown) break;
   }
-
-  if (s->single()) {
-    s->nodes = 1;
-  } else if (s->multi()) {
-    int names_count = s->rule == "host_names" || !(every_proc_has_addrs && address_count == 1)
-                          ? static_cast<int>(names.size())
-                          : 1;
-    s->nodes = std::max({max_nnodes, address_count, launcher_count, names_count});
-    if (header_complete && header_hosts.size() >= 2) {
-      s->nodes = static_cast<int>(header_hosts.size());
-    }
-    if (s->nodes < 2) s->nodes = -1;
-  }
+  CountNodes(s, f);
 }
 
 std::string FamilyTransport(const std::string& family, const std::string& network) {
