@@ -781,10 +781,9 @@ std::string Verdict(const Report& r, const Summary& s) {
 
 }  // namespace
 
-Report Analyzer::Snapshot() const {
-  const State& st = *state_;
-  Report report;
+namespace {
 
+std::vector<Derived> DeriveAll(const State& st) {
   std::vector<const ProcState*> procs;
   procs.reserve(st.procs.size());
   for (const auto& [key, p] : st.procs) procs.push_back(p.get());
@@ -796,7 +795,11 @@ Report Analyzer::Snapshot() const {
   std::vector<Derived> derived;
   derived.reserve(procs.size());
   for (const ProcState* p : procs) derived.push_back(Derive(st, *p));
+  return derived;
+}
 
+// One scope per source (--group-by-source) or one for everything; each decides its node count.
+std::map<int, Scope> BuildScopes(const State& st, std::vector<Derived>& derived) {
   std::map<int, Scope> scopes;
   for (Derived& d : derived) {
     d.scope = st.options.group_by_source ? static_cast<int>(d.p->source) : 0;
@@ -810,117 +813,109 @@ Report Analyzer::Snapshot() const {
     AnalyzeScope(&s);
     s.inter_node = ScopeInterNode(s);
   }
+  return scopes;
+}
 
-  Builder b{st, &report.findings};
-  for (Derived& d : derived) ProcessFindings(st, scopes[d.scope], d, &b);
-  for (const auto& ss : st.sources) SourceFindings(*ss, &b);
+std::string PluginState(const ProcState& p) {
+  if (p.plugin_init_failed) return "init_failed";
+  if (p.plugin_loaded) return "loaded";
+  if (p.plugin_abi_mismatch) return "abi_mismatch";
+  if (p.plugin_not_found) return "not_found";
+  return "";
+}
 
-  for (const Derived& d : derived) {
-    const ProcState& p = *d.p;
-    Process out;
-    out.host = p.host;
-    out.pid = p.pid;
-    out.source = st.sources[p.source]->name;
-    out.nccl_version = d.version;
-    out.cuda_version = d.cuda;
-    if (p.plugin_init_failed) {
-      out.net_plugin_state = "init_failed";
-    } else if (p.plugin_loaded) {
-      out.net_plugin_state = "loaded";
-    } else if (p.plugin_abi_mismatch) {
-      out.net_plugin_state = "abi_mismatch";
-    } else if (p.plugin_not_found) {
-      out.net_plugin_state = "not_found";
-    }
-    out.net_plugin = !p.plugin_name.empty()                ? p.plugin_name
-                     : !p.ofi_plugin_name.empty()          ? p.ofi_plugin_name
-                     : p.ofi_seen                          ? "aws-ofi-nccl"
-                     : out.net_plugin_state == "not_found" ? "none"
-                                                           : "";
-    out.network = d.network;
-    out.network_family = d.family;
-    out.ofi_provider = d.provider;
-    out.ofi_fabric = p.fabric;
-    out.ofi_nics = p.nics;
-    out.instance_type = p.instance_type;
-    out.bootstrap_interface = p.boot_if;
-    out.bootstrap_address = p.boot_addr;
-    out.gdr = d.gdr;
-    out.settings = p.settings;
-    out.warnings = p.warns.count;
-    out.errors = p.error_chains.count + p.aborts.count + p.completions.count;
-    for (const auto& c : p.comms) {
-      Communicator oc;
-      oc.id = c->comm_id.empty() ? c->ptr : c->comm_id;
-      oc.rank = c->rank;
-      oc.nranks = c->nranks;
-      oc.nnodes = c->nnodes;
-      if (oc.nnodes < 0) {
-        const Scope& s = scopes[d.scope];
-        if (s.nodes > 0) oc.nnodes = s.nodes;
-      }
-      oc.cuda_dev = c->cuda_dev;
-      oc.bus_id = c->bus_id;
-      oc.init_complete = c->complete;
-      oc.aborted = c->aborted;
-      oc.transports = c->transports;
-      out.communicators.push_back(std::move(oc));
-    }
-    if (!p.pending.transports.empty()) {
-      Communicator oc;
-      oc.id = "";  // channel lines whose communicator line was not (yet) seen
-      oc.transports = p.pending.transports;
-      out.communicators.push_back(std::move(oc));
-    }
-    report.processes.push_back(std::move(out));
+Communicator CommunicatorOf(const CommState& c, const Scope& s) {
+  Communicator oc;
+  oc.id = c.comm_id.empty() ? c.ptr : c.comm_id;
+  oc.rank = c.rank;
+  oc.nranks = c.nranks;
+  oc.nnodes = c.nnodes;
+  if (oc.nnodes < 0 && s.nodes > 0) oc.nnodes = s.nodes;
+  oc.cuda_dev = c.cuda_dev;
+  oc.bus_id = c.bus_id;
+  oc.init_complete = c.complete;
+  oc.aborted = c.aborted;
+  oc.transports = c.transports;
+  return oc;
+}
+
+Process ProcessOf(const State& st, const Derived& d, const Scope& s) {
+  const ProcState& p = *d.p;
+  Process out;
+  out.host = p.host;
+  out.pid = p.pid;
+  out.source = st.sources[p.source]->name;
+  out.nccl_version = d.version;
+  out.cuda_version = d.cuda;
+  out.net_plugin_state = PluginState(p);
+  out.net_plugin = !p.plugin_name.empty()                ? p.plugin_name
+                   : !p.ofi_plugin_name.empty()          ? p.ofi_plugin_name
+                   : p.ofi_seen                          ? "aws-ofi-nccl"
+                   : out.net_plugin_state == "not_found" ? "none"
+                                                         : "";
+  out.network = d.network;
+  out.network_family = d.family;
+  out.ofi_provider = d.provider;
+  out.ofi_fabric = p.fabric;
+  out.ofi_nics = p.nics;
+  out.instance_type = p.instance_type;
+  out.bootstrap_interface = p.boot_if;
+  out.bootstrap_address = p.boot_addr;
+  out.gdr = d.gdr;
+  out.settings = p.settings;
+  out.warnings = p.warns.count;
+  out.errors = p.error_chains.count + p.aborts.count + p.completions.count;
+  for (const auto& c : p.comms) out.communicators.push_back(CommunicatorOf(*c, s));
+  if (!p.pending.transports.empty()) {
+    Communicator oc;
+    oc.id = "";  // channel lines whose communicator line was not (yet) seen
+    oc.transports = p.pending.transports;
+    out.communicators.push_back(std::move(oc));
   }
+  return out;
+}
 
-  Summary& sum = report.summary;
-  sum.tcp_fallback = report.Has(kTcpFallback);
-  sum.loopback_misuse = report.Has(kLoopbackMisuse);
-  sum.net_plugin_missing = report.Has(kNetPluginMissing);
-  sum.gdr_disabled = report.Has(kGdrDisabled);
-
+// The summary's network, family, NCCL version and OFI provider: the most common among the
+// processes, a TCP family or provider first (the problem outranks the majority).
+void SummarizeNetwork(const State& st, const std::vector<Derived>& derived, Summary* sum) {
   std::vector<std::string> families, versions, networks, providers;
   bool tcp_family = false;
   for (const Derived& d : derived) {
     families.push_back(d.family);
     versions.push_back(d.version);
-    if (d.tcp && d.family == "Socket" && sum.tcp_fallback) tcp_family = true;
+    if (d.tcp && d.family == "Socket" && sum->tcp_fallback) tcp_family = true;
   }
-  sum.network_family = tcp_family ? "Socket" : MostCommon(families);
+  sum->network_family = tcp_family ? "Socket" : MostCommon(families);
   for (const Derived& d : derived) {
-    if (d.family == sum.network_family) networks.push_back(d.network);
+    if (d.family == sum->network_family) networks.push_back(d.network);
   }
-  sum.network = MostCommon(networks);
-  sum.nccl_version = MostCommon(versions);
-  if (sum.nccl_version.empty()) {
+  sum->network = MostCommon(networks);
+  sum->nccl_version = MostCommon(versions);
+  for (const auto& ss : st.sources) {
+    if (!sum->nccl_version.empty()) break;
+    sum->nccl_version = ss->banner_version;
+  }
+  if (sum->network_family != "OFI") {
+    sum->ofi_provider = "none";
+    return;
+  }
+  std::string tcp_provider;
+  for (const Derived& d : derived) {
+    providers.push_back(d.provider);
+    if (internal::IsTcpProvider(d.provider)) tcp_provider = d.provider;
+  }
+  sum->ofi_provider = !tcp_provider.empty() ? tcp_provider : MostCommon(providers);
+  if (sum->ofi_provider.empty()) {
     for (const auto& ss : st.sources) {
-      if (!ss->banner_version.empty()) {
-        sum.nccl_version = ss->banner_version;
-        break;
+      for (const auto& [name, value] : ss->launcher_env) {
+        if (name == "FI_PROVIDER") sum->ofi_provider = value;
       }
     }
   }
-  if (sum.network_family == "OFI") {
-    std::string tcp_provider;
-    for (const Derived& d : derived) {
-      providers.push_back(d.provider);
-      if (internal::IsTcpProvider(d.provider)) tcp_provider = d.provider;
-    }
-    sum.ofi_provider = !tcp_provider.empty() ? tcp_provider : MostCommon(providers);
-    if (sum.ofi_provider.empty()) {
-      for (const auto& ss : st.sources) {
-        for (const auto& [name, value] : ss->launcher_env) {
-          if (name == "FI_PROVIDER") sum.ofi_provider = value;
-        }
-      }
-    }
-    if (sum.ofi_provider.empty()) sum.ofi_provider = "unknown";
-  } else {
-    sum.ofi_provider = "none";
-  }
+  if (sum->ofi_provider.empty()) sum->ofi_provider = "unknown";
+}
 
+std::string SummarizeGdr(const std::vector<Derived>& derived) {
   bool on = false, off = false;
   for (const Derived& d : derived) {
     if (d.family.empty()) continue;
@@ -928,17 +923,18 @@ Report Analyzer::Snapshot() const {
     if (d.gdr == "off") off = true;
     if (d.gdr == "partial") on = off = true;
   }
-  sum.gdr = on && off ? "partial" : on ? "on" : off ? "off" : "unknown";
+  return on && off ? "partial" : on ? "on" : off ? "off" : "unknown";
+}
 
-  // The scope that tells most: TCP first, then any NET, then single node.
-  std::string inter = "unknown";
+// The scope that tells most gives the summary its transport and node count: TCP first, then any
+// NET, then single node; between scopes of equal transport, a proven count tells more than none.
+void SummarizeNodes(const State& st, const std::map<int, Scope>& scopes, Summary* sum) {
   auto rank_of = [](const std::string& t) {
     if (t == "NET/Socket") return 4;
     if (t.rfind("NET/", 0) == 0) return 3;
     if (t == "none(single node)") return 2;
     return 1;
   };
-  // Between scopes of equal transport rank, a proven count tells more than none.
   auto key_of = [&](const Scope& s) {
     return rank_of(s.inter_node) * 3 + (s.multi() ? 2 : s.single() ? 1 : 0);
   };
@@ -946,20 +942,43 @@ Report Analyzer::Snapshot() const {
   for (const auto& [key, s] : scopes) {
     if (chosen == nullptr || key_of(s) > key_of(*chosen)) chosen = &s;
   }
+  sum->inter_node_transport = "unknown";
   if (chosen != nullptr) {
-    inter = chosen->inter_node;
-    sum.nodes = chosen->nodes;
-    sum.ranks = chosen->ranks;
-    sum.nodes_evidence = chosen->multi()    ? "proven_multi"
-                         : chosen->single() ? "proven_single"
-                                            : "unknown";
-    sum.nodes_rule = chosen->rule;
-    sum.nodes_proof = ToEvidence(st, chosen->proof);
+    sum->inter_node_transport = chosen->inter_node;
+    sum->nodes = chosen->nodes;
+    sum->ranks = chosen->ranks;
+    sum->nodes_evidence = chosen->multi()    ? "proven_multi"
+                          : chosen->single() ? "proven_single"
+                                             : "unknown";
+    sum->nodes_rule = chosen->rule;
+    sum->nodes_proof = ToEvidence(st, chosen->proof);
   }
   for (const auto& [key, s] : scopes) {
-    if (sum.ranks < 0) sum.ranks = s.ranks;
+    if (sum->ranks < 0) sum->ranks = s.ranks;
   }
-  sum.inter_node_transport = inter;
+}
+
+}  // namespace
+
+Report Analyzer::Snapshot() const {
+  const State& st = *state_;
+  Report report;
+  std::vector<Derived> derived = DeriveAll(st);
+  std::map<int, Scope> scopes = BuildScopes(st, derived);
+
+  Builder b{st, &report.findings};
+  for (Derived& d : derived) ProcessFindings(st, scopes[d.scope], d, &b);
+  for (const auto& ss : st.sources) SourceFindings(*ss, &b);
+  for (const Derived& d : derived) report.processes.push_back(ProcessOf(st, d, scopes[d.scope]));
+
+  Summary& sum = report.summary;
+  sum.tcp_fallback = report.Has(kTcpFallback);
+  sum.loopback_misuse = report.Has(kLoopbackMisuse);
+  sum.net_plugin_missing = report.Has(kNetPluginMissing);
+  sum.gdr_disabled = report.Has(kGdrDisabled);
+  SummarizeNetwork(st, derived, &sum);
+  sum.gdr = SummarizeGdr(derived);
+  SummarizeNodes(st, scopes, &sum);
   sum.lines = st.counters.lines;
   sum.nccl_lines = st.counters.nccl_lines;
   sum.malformed_lines = st.counters.malformed_lines;
