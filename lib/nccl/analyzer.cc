@@ -492,21 +492,144 @@ bool HandleErrorChain(ProcState* p, std::string_view m, const Ctx& c) {
   return true;
 }
 
+// "Channel ..", "CollNet ..", "Connected all rings .. GDR n", "Connected NVLS".
+void HandleConnected(ProcState* p, std::string_view m, const Ctx& c) {
+  if (StartsWith(m, "Channel ") || StartsWith(m, "CollNet ")) {
+    HandleChannel(p, m, c);
+  } else if (StartsWith(m, "Connected all rings, use ring PXN")) {
+    size_t g = FindIn(m, " GDR ");
+    if (g != std::string_view::npos) {
+      Count(ParseInt(m.substr(g + 5)) > 0 ? &p->gdr_on : &p->gdr_off, c);
+    }
+  } else if (StartsWith(m, "Connected NVLS")) {
+    AddTransport(CurrentComm(p), "NVLS");
+  }
+}
+
+// "Using network X", "Using internal/external Network X", "Assigned NET plugin X to comm".
+void HandleNetworkChoice(ProcState* p, std::string_view m, const Ctx& c) {
+  std::string_view name;
+  if (StartsWith(m, "Using network ")) {
+    name = Trim(m.substr(14)).substr(0, 64);
+  } else if (StartsWith(m, "Using internal Network ") || StartsWith(m, "Using external Network ")) {
+    name = Trim(m.substr(23)).substr(0, 64);
+  } else if (StartsWith(m, "Assigned NET plugin ")) {
+    std::string_view v = m.substr(20);
+    name = v.substr(0, std::min<size_t>(v.find(" to comm"), 64));
+  } else {
+    return;
+  }
+  Set(&p->network, name);
+  SetEv(&p->ev_network, c);
+}
+
+// The net plugin's own status lines: "P2P plugin IB..", "Plugin Path : ..", "Initialized NET
+// plugin X", "Failed to initialize NET plugin X", "Successfully loaded external plugin X".
+void HandlePluginStatus(ProcState* p, std::string_view m, const Ctx& c) {
+  if (StartsWith(m, "P2P plugin IB") || StartsWith(m, "Plugin Path : ")) {
+    p->ibext_seen = true;
+    p->plugin_loaded = true;
+    if (StartsWith(m, "P2P plugin ")) Set(&p->plugin_name, Trim(m.substr(11)).substr(0, 32));
+    SetEv(&p->ev_plugin, c);
+  } else if (StartsWith(m, "Initialized NET plugin ")) {
+    std::string_view v = Trim(m.substr(23));
+    if (v != "IB" && v != "Socket") {
+      p->plugin_loaded = true;
+      Set(&p->plugin_name, v.substr(0, 64));
+    }
+  } else if (StartsWith(m, "Failed to initialize NET plugin ")) {
+    std::string_view v = Trim(m.substr(32));
+    if (v == "IB") {
+      p->ib_no_device = true;
+    } else if (v != "Socket") {
+      p->plugin_init_failed = true;
+      Set(&p->failed_plugin, v.substr(0, 64));
+      Count(&p->plugin_failures, c);
+    }
+  } else if (StartsWith(m, "Successfully loaded external ")) {
+    std::string_view v = m.substr(29);
+    if (StartsWith(v, "network ")) v.remove_prefix(8);
+    if (StartsWith(v, "plugin ")) v.remove_prefix(7);
+    p->plugin_loaded = true;
+    Set(&p->plugin_name, Trim(v).substr(0, 64));
+    SetEv(&p->ev_plugin, c);
+  }
+}
+
+// "NET/IB ..." lines of NCCL's internal IB net.
+void HandleNetIb(ProcState* p, std::string_view m, const Ctx& c) {
+  if (Contains(m, "No device found")) {
+    p->ib_no_device = true;
+  } else if (StartsWith(m, "NET/IB : Using [") || StartsWith(m, "NET/IB: [")) {
+    // "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>": the OOB interface is this host's
+    // address.
+    if (!p->ib_using) {
+      if (size_t oob = FindIn(m, "OOB "); oob != std::string_view::npos) {
+        for (const auto& item : internal::ParseIfList(m.substr(oob + 4), 1)) {
+          AddOwnAddr(p, item.iface, item.addr);
+        }
+      }
+    }
+    p->ib_using = true;
+  } else if (Contains(m, "GPU Direct RDMA Disabled")) {
+    Count(&p->gdr_off, c);
+  } else if (Contains(m, "GPU Direct RDMA Enabled")) {
+    Count(&p->gdr_on, c);
+  }
+}
+
+// "NET/Socket : Using [0]eth0:10.0.0.1<0> ...": printed by every communicator with the same
+// list, parsed once per process.
+void HandleNetSocket(ProcState* p, std::string_view m, const Ctx& c) {
+  p->socket_using = true;
+  SetEv(&p->ev_socket_using, c);
+  if (p->socket_list_seen) return;
+  p->socket_list_seen = true;
+  for (const auto& item : internal::ParseIfList(m.substr(18), 16)) {
+    if (internal::IsLoopback(item.iface, item.addr)) p->socket_lists_loopback = true;
+    AddOwnAddr(p, item.iface, item.addr);
+  }
+}
+
+// Messages starting with 'N': the version, echoed settings, and the nets' own lines.
+void HandleN(ProcState* p, std::string_view m, const Ctx& c) {
+  if (StartsWith(m, "NCCL version ")) {
+    std::string_view v, cuda;
+    std::string_view tok = m.substr(13);
+    tok = tok.substr(0, std::min<size_t>(tok.find(' '), 64));
+    SplitVersion(tok, &v, &cuda);
+    Set(&p->version, v);
+    Set(&p->cuda, cuda);
+  } else if (StartsWith(m, "NCCL_")) {
+    HandleEnvEcho(p, m, c);
+  } else if (StartsWith(m, "NET/OFI ")) {
+    HandleOfi(p, m, c, false);
+  } else if (StartsWith(m, "NET/Plugin")) {
+    HandlePlugin(p, m, c);
+  } else if (StartsWith(m, "NET/IB")) {
+    HandleNetIb(p, m, c);
+  } else if (StartsWith(m, "NET/Socket : Using")) {
+    HandleNetSocket(p, m, c);
+  } else if (StartsWith(m, "NET : Using interface ")) {
+    // NCCL 2.3: one line per socket interface; the first one carries the bootstrap.
+    for (const auto& item : internal::ParseIfList(m.substr(22), 1)) {
+      AddOwnAddr(p, item.iface, item.addr);
+    }
+    HandleBootstrap(p, m.substr(22), c);
+  } else if (StartsWith(m, "No network plugin found")) {
+    p->plugin_not_found = true;
+    SetEv(&p->ev_plugin, c);
+  } else if (StartsWith(m, "Net/IB: call to devices() returned 0")) {
+    p->ib_no_device = true;
+  }
+}
+
+// One INFO record, dispatched on its first character (most records are rejected by one compare).
 void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
   if (m.empty()) return;
   switch (m[0]) {
     case 'C':
-      if (StartsWith(m, "Channel ") || StartsWith(m, "CollNet ")) {
-        HandleChannel(p, m, c);
-      } else if (StartsWith(m, "Connected all rings, use ring PXN")) {
-        size_t g = FindIn(m, " GDR ");
-        if (g != std::string_view::npos) {
-          Count(ParseInt(m.substr(g + 5)) > 0 ? &p->gdr_on : &p->gdr_off, c);
-        }
-      } else if (StartsWith(m, "Connected NVLS")) {
-        AddTransport(CurrentComm(p), "NVLS");
-      }
-      return;
+      return HandleConnected(p, m, c);
     case 'R':
       if (StartsWith(m, "Ring ")) HandleChannel(p, m, c);
       return;
@@ -518,23 +641,8 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       }
       return;
     case 'U':
-      if (StartsWith(m, "Using network ")) {
-        Set(&p->network, Trim(m.substr(14)).substr(0, 64));
-        SetEv(&p->ev_network, c);
-      } else if (StartsWith(m, "Using internal Network ") ||
-                 StartsWith(m, "Using external Network ")) {
-        Set(&p->network, Trim(m.substr(23)).substr(0, 64));
-        SetEv(&p->ev_network, c);
-      }
-      return;
     case 'A':
-      if (StartsWith(m, "Assigned NET plugin ")) {
-        std::string_view v = m.substr(20);
-        size_t e = v.find(" to comm");
-        Set(&p->network, v.substr(0, std::min<size_t>(e, 64)));
-        SetEv(&p->ev_network, c);
-      }
-      return;
+      return HandleNetworkChoice(p, m, c);
     case 'c':
       if (StartsWith(m, "comm ")) HandleComm(st, p, m, c);
       return;
@@ -548,13 +656,10 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       if (StartsWith(m, "[Rank ")) HandleComm(st, p, m, c);
       return;
     case 'P':
-      if (StartsWith(m, "P2P plugin IB") || StartsWith(m, "Plugin Path : ")) {
-        p->ibext_seen = true;
-        p->plugin_loaded = true;
-        if (StartsWith(m, "P2P plugin ")) Set(&p->plugin_name, Trim(m.substr(11)).substr(0, 32));
-        SetEv(&p->ev_plugin, c);
-      }
-      return;
+    case 'I':
+    case 'F':
+    case 'S':
+      return HandlePluginStatus(p, m, c);
     case 'G':
       if (StartsWith(m, "GPU Direct RDMA Enabled")) {
         Count(&p->gdr_on, c);
@@ -562,94 +667,8 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
         Count(&p->gdr_off, c);
       }
       return;
-    case 'I':
-      if (StartsWith(m, "Initialized NET plugin ")) {
-        std::string_view v = Trim(m.substr(23));
-        if (v != "IB" && v != "Socket") {
-          p->plugin_loaded = true;
-          Set(&p->plugin_name, v.substr(0, 64));
-        }
-      }
-      return;
-    case 'F':
-      if (StartsWith(m, "Failed to initialize NET plugin ")) {
-        std::string_view v = Trim(m.substr(32));
-        if (v == "IB") {
-          p->ib_no_device = true;
-        } else if (v != "Socket") {
-          p->plugin_init_failed = true;
-          Set(&p->failed_plugin, v.substr(0, 64));
-          Count(&p->plugin_failures, c);
-        }
-      }
-      return;
-    case 'S':
-      if (StartsWith(m, "Successfully loaded external ")) {
-        std::string_view v = m.substr(29);
-        if (StartsWith(v, "network ")) v.remove_prefix(8);
-        if (StartsWith(v, "plugin ")) v.remove_prefix(7);
-        p->plugin_loaded = true;
-        Set(&p->plugin_name, Trim(v).substr(0, 64));
-        SetEv(&p->ev_plugin, c);
-      }
-      return;
     case 'N':
-      if (StartsWith(m, "NCCL version ")) {
-        std::string_view v, cuda;
-        std::string_view tok = m.substr(13);
-        tok = tok.substr(0, std::min<size_t>(tok.find(' '), 64));
-        SplitVersion(tok, &v, &cuda);
-        Set(&p->version, v);
-        Set(&p->cuda, cuda);
-      } else if (StartsWith(m, "NCCL_")) {
-        HandleEnvEcho(p, m, c);
-      } else if (StartsWith(m, "NET/OFI ")) {
-        HandleOfi(p, m, c, false);
-      } else if (StartsWith(m, "NET/Plugin")) {
-        HandlePlugin(p, m, c);
-      } else if (StartsWith(m, "NET/IB")) {
-        if (Contains(m, "No device found")) {
-          p->ib_no_device = true;
-        } else if (StartsWith(m, "NET/IB : Using [") || StartsWith(m, "NET/IB: [")) {
-          // "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>": the OOB interface is this
-          // host's address.
-          if (!p->ib_using) {
-            if (size_t oob = FindIn(m, "OOB "); oob != std::string_view::npos) {
-              for (const auto& item : internal::ParseIfList(m.substr(oob + 4), 1)) {
-                AddOwnAddr(p, item.iface, item.addr);
-              }
-            }
-          }
-          p->ib_using = true;
-        } else if (Contains(m, "GPU Direct RDMA Disabled")) {
-          Count(&p->gdr_off, c);
-        } else if (Contains(m, "GPU Direct RDMA Enabled")) {
-          Count(&p->gdr_on, c);
-        }
-      } else if (StartsWith(m, "NET/Socket : Using")) {
-        p->socket_using = true;
-        SetEv(&p->ev_socket_using, c);
-        // Printed by every communicator with the same list: parsed once per process.
-        if (!p->socket_list_seen) {
-          p->socket_list_seen = true;
-          for (const auto& item : internal::ParseIfList(m.substr(18), 16)) {
-            if (internal::IsLoopback(item.iface, item.addr)) p->socket_lists_loopback = true;
-            AddOwnAddr(p, item.iface, item.addr);
-          }
-        }
-      } else if (StartsWith(m, "NET : Using interface ")) {
-        // NCCL 2.3: one line per socket interface; the first one carries the bootstrap.
-        for (const auto& item : internal::ParseIfList(m.substr(22), 1)) {
-          AddOwnAddr(p, item.iface, item.addr);
-        }
-        HandleBootstrap(p, m.substr(22), c);
-      } else if (StartsWith(m, "No network plugin found")) {
-        p->plugin_not_found = true;
-        SetEv(&p->ev_plugin, c);
-      } else if (StartsWith(m, "Net/IB: call to devices() returned 0")) {
-        p->ib_no_device = true;
-      }
-      return;
+      return HandleN(p, m, c);
     default:
       break;
   }
