@@ -131,10 +131,10 @@ void Union(std::vector<std::string>* a, std::vector<std::string>&& b, size_t cap
   for (auto& v : b) internal::AddUnique(a, v, cap);
 }
 
-void MergeProc(State* st, ProcState* a, ProcState&& b) {
-  a->devices |= b.devices;
-  Latest(&a->version, std::move(b.version));
-  Latest(&a->cuda, std::move(b.cuda));
+// Each group of ProcState's fields (lib/nccl/state.h) merges by its own rule: flags are or-ed,
+// names keep the latest (Latest) or the first (Keep), sets are united, tallies added, evidence
+// keeps the earliest line.
+void MergePlugin(ProcState* a, ProcState& b) {
   a->plugin_not_found |= b.plugin_not_found;
   a->plugin_abi_mismatch |= b.plugin_abi_mismatch;
   a->plugin_loaded |= b.plugin_loaded;
@@ -146,6 +146,9 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
   a->ibext_seen |= b.ibext_seen;
   Keep(&a->weak_family, std::move(b.weak_family));
   Latest(&a->weak_network, std::move(b.weak_network));
+}
+
+void MergeNetwork(ProcState* a, ProcState& b) {
   Latest(&a->network, std::move(b.network));
   Keep(&a->channel_net, std::move(b.channel_net));
   a->ib_using |= b.ib_using;
@@ -156,6 +159,10 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
   Latest(&a->fabric, std::move(b.fabric));
   if (b.nics >= 0) a->nics = b.nics;
   Latest(&a->instance_type, std::move(b.instance_type));
+}
+
+// Bootstrap (the first one seen) and node identity (sets, united).
+void MergeBootstrapAndIdentity(ProcState* a, ProcState& b) {
   if (a->boot_if.empty()) {
     a->boot_if = std::move(b.boot_if);
     a->boot_addr = std::move(b.boot_addr);
@@ -166,27 +173,47 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
   Union(&a->peer_addrs, std::move(b.peer_addrs), 8);
   Union(&a->peer_names, std::move(b.peer_names), 8);
   Union(&a->launcher_hosts, std::move(b.launcher_hosts), 8);
-  AddTally(&a->gdr_on, std::move(b.gdr_on));
-  AddTally(&a->gdr_off, std::move(b.gdr_off));
-  for (auto& [name, value] : b.settings) {
-    internal::AddSettingTo(&a->settings, st->options.max_settings_per_process, name, value);
-  }
-  // Channel lines of `b` printed before any communicator line continue a's current one: those
-  // still pending, and those b's first communicator took (see ProcState::lead).
-  if (b.lead_comm != nullptr && !b.lead.transports.empty()) {
-    for (auto& bc : b.comms) {
-      if (bc.get() != b.lead_comm) continue;
-      SubtractChannels(bc.get(), b.lead);
-      AddChannels(a->current != nullptr ? a->current : &a->pending, std::move(b.lead));
+}
+
+// A communicator both parts know: scalars the later part printed win, evidence keeps the first.
+void MergeComm(CommState* target, CommState&& bc) {
+  if (bc.rank >= 0) target->rank = bc.rank;
+  if (bc.nranks >= 0) target->nranks = bc.nranks;
+  if (bc.nnodes >= 0) target->nnodes = bc.nnodes;
+  if (bc.local_ranks >= 0) target->local_ranks = bc.local_ranks;
+  FirstEv(&target->ev, bc.ev);
+  FirstEv(&target->ev_nodes, bc.ev_nodes);
+  if (bc.cuda_dev >= 0) target->cuda_dev = bc.cuda_dev;
+  Latest(&target->bus_id, std::move(bc.bus_id));
+  Latest(&target->comm_id, std::move(bc.comm_id));
+  target->started |= bc.started;
+  target->complete |= bc.complete;
+  target->aborted |= bc.aborted;
+  AddChannels(target, std::move(bc));
+}
+
+// Channel lines of `b` printed before any communicator line continue a's current one: those
+// still pending, and those b's first communicator took (see ProcState::lead).
+void GiveBackLead(ProcState* a, ProcState* b) {
+  if (b->lead_comm != nullptr && !b->lead.transports.empty()) {
+    for (auto& bc : b->comms) {
+      if (bc.get() != b->lead_comm) continue;
+      SubtractChannels(bc.get(), b->lead);
+      AddChannels(a->current != nullptr ? a->current : &a->pending, std::move(b->lead));
       break;
     }
   }
-  b.lead = CommState();
-  b.lead_comm = nullptr;
-  if (!b.pending.transports.empty() && b.comms.empty()) {
-    AddChannels(a->current != nullptr ? a->current : &a->pending, std::move(b.pending));
-    b.pending = CommState();
+  b->lead = CommState();
+  b->lead_comm = nullptr;
+  if (!b->pending.transports.empty() && b->comms.empty()) {
+    AddChannels(a->current != nullptr ? a->current : &a->pending, std::move(b->pending));
+    b->pending = CommState();
   }
+}
+
+// b's communicators into a's, in order, respecting the cap; a's current becomes b's current.
+void MergeComms(State* st, ProcState* a, ProcState& b) {
+  GiveBackLead(a, &b);
   CommState* b_current = b.current;
   CommState* mapped_current = nullptr;
   for (auto& bc : b.comms) {
@@ -208,25 +235,18 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
       a->comms.push_back(std::move(bc));
       target = a->comms.back().get();
     } else {
-      if (bc->rank >= 0) target->rank = bc->rank;
-      if (bc->nranks >= 0) target->nranks = bc->nranks;
-      if (bc->nnodes >= 0) target->nnodes = bc->nnodes;
-      if (bc->local_ranks >= 0) target->local_ranks = bc->local_ranks;
-      FirstEv(&target->ev, bc->ev);
-      FirstEv(&target->ev_nodes, bc->ev_nodes);
-      if (bc->cuda_dev >= 0) target->cuda_dev = bc->cuda_dev;
-      Latest(&target->bus_id, std::move(bc->bus_id));
-      Latest(&target->comm_id, std::move(bc->comm_id));
-      target->started |= bc->started;
-      target->complete |= bc->complete;
-      target->aborted |= bc->aborted;
-      AddChannels(target, std::move(*bc));
+      MergeComm(target, std::move(*bc));
     }
     if (original == b_current) mapped_current = target;
   }
   a->comm_hashes.clear();  // comms changed: FindOrAddComm rebuilds it
   if (!b.comms.empty()) a->current = mapped_current;
   if (!b.pending.transports.empty()) AddChannels(&a->pending, std::move(b.pending));
+}
+
+void MergeTalliesAndEvidence(ProcState* a, ProcState& b) {
+  AddTally(&a->gdr_on, std::move(b.gdr_on));
+  AddTally(&a->gdr_off, std::move(b.gdr_off));
   AddTally(&a->warns, std::move(b.warns));
   AddTally(&a->error_chains, std::move(b.error_chains));
   AddTally(&a->aborts, std::move(b.aborts));
@@ -247,6 +267,22 @@ void MergeProc(State* st, ProcState* a, ProcState&& b) {
   FirstEv(&a->ev_peer, std::move(b.ev_peer));
   FirstEv(&a->ev_launcher, std::move(b.ev_launcher));
   FirstEv(&a->ev_timeout, std::move(b.ev_timeout));
+}
+
+// `b` is the same process seen by the analyzer of a later part of the file; each group moves
+// its own fields out of it.
+void MergeProc(State* st, ProcState* a, ProcState&& b) {
+  a->devices |= b.devices;
+  Latest(&a->version, std::move(b.version));
+  Latest(&a->cuda, std::move(b.cuda));
+  MergePlugin(a, b);
+  MergeNetwork(a, b);
+  MergeBootstrapAndIdentity(a, b);
+  for (auto& [name, value] : b.settings) {
+    internal::AddSettingTo(&a->settings, st->options.max_settings_per_process, name, value);
+  }
+  MergeComms(st, a, b);
+  MergeTalliesAndEvidence(a, b);
 }
 
 void MergeSource(SourceState* a, SourceState&& b, const Fix& fix) {
