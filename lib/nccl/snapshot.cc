@@ -589,9 +589,10 @@ struct Builder {
   }
 };
 
-void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder* b) {
+// TCP fallback and loopback misuse, each three ways: certain when the job is proven to span
+// nodes, suspected when the log does not show how many it spans, nothing on one proven node.
+void TransportFindings(const Scope& s, const Derived& d, Builder* b) {
   const ProcState& p = *d.p;
-  const SourceState& ss = *st.sources[p.source];
   // TCP fallback: a TCP net is selected. Certain when the job is proven to span nodes,
   // suspected when the log does not show how many it spans, nothing on one proven node.
   if (d.tcp && !s.single()) {
@@ -626,6 +627,10 @@ void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder*
            "single-node job can work",
            1, p.ev_ifname);
   }
+}
+
+void PluginFindings(const Scope& s, const Derived& d, const SourceState& ss, Builder* b) {
+  const ProcState& p = *d.p;
   // Net plugin.
   bool external_loaded = p.plugin_loaded && !p.plugin_init_failed;
   if (p.plugin_init_failed) {
@@ -655,6 +660,10 @@ void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder*
     b->Add(kNetPluginMissing, harmful ? Severity::kWarning : Severity::kInfo, &p, why, 1,
            p.ev_plugin);
   }
+}
+
+void GdrAndErrorFindings(const Derived& d, const SourceState& ss, Builder* b) {
+  const ProcState& p = *d.p;
   // GDR.
   if ((d.family == "IB" || d.family == "OFI") && !d.tcp && (d.gdr == "off" || d.gdr == "partial")) {
     bool hardware = d.hmem_needs_rdma && p.gdr_off.count == 0;
@@ -674,6 +683,13 @@ void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder*
               p.completions);
   b->AddTally(kConnectionFailure, Severity::kWarning, &p,
               "socket connections between ranks failed or were closed", p.connect_failures);
+}
+
+void ProcessFindings(const State& st, const Scope& s, const Derived& d, Builder* b) {
+  const SourceState& ss = *st.sources[d.p->source];
+  TransportFindings(s, d, b);
+  PluginFindings(s, d, ss, b);
+  GdrAndErrorFindings(d, ss, b);
 }
 
 void SourceFindings(const SourceState& ss, Builder* b) {
