@@ -248,7 +248,7 @@ void PrintText(const nccl::Report& r, std::ostream& out) {
   if (s.nodes_evidence == "unknown") {
     out << "unknown (this log does not show how many nodes the job spans)\n";
   } else {
-    out << s.nodes_evidence << " (" << s.nodes_rule << ", " << s.nodes_proof.file << ":"
+    out << s.nodes_evidence << " (" << s.nodes_rule << ", " << s.nodes_proof.source << ":"
         << s.nodes_proof.line << ")\n";
   }
   out << "processes:      " << r.processes.size() << "\n";
@@ -268,8 +268,8 @@ void PrintText(const nccl::Report& r, std::ostream& out) {
     out << "  [" << nccl::SeverityName(f.severity) << "] " << f.kind;
     if (g.second > 1) out << " (" << g.second << " processes)";
     out << ": " << f.message << "\n";
-    if (!f.evidence.file.empty()) {
-      out << "      " << f.evidence.file << ":" << f.evidence.line << ": " << f.evidence.text
+    if (!f.evidence.source.empty()) {
+      out << "      " << f.evidence.source << ":" << f.evidence.line << ": " << f.evidence.text
           << "\n";
     }
   }

@@ -136,9 +136,7 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
       cf.severity = f.severity;
       cf.subject = c.source.PodKey() + "/" + c.source.container;
       cf.message = f.message;
-      cf.evidence.source = f.evidence.file;
-      cf.evidence.line = f.evidence.line;
-      cf.evidence.text = f.evidence.text;
+      cf.evidence = f.evidence;
       findings->push_back(std::move(cf));
     }
   }

@@ -16,6 +16,8 @@ struct Evidence {
   std::string source;
   uint64_t line = 0;
   std::string text;
+
+  bool empty() const { return source.empty() && line == 0 && text.empty(); }
 };
 
 /// One thing the agent found wrong (or noteworthy) on its node. `kind` values are stable and

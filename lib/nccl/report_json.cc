@@ -99,7 +99,7 @@ nlohmann::json ReportToJson(const Report& report) {
                         {"message", Str(f.message)},
                         {"count", f.count},
                         {"evidence",
-                         {{"file", Str(f.evidence.file)},
+                         {{"file", Str(f.evidence.source)},
                           {"line", f.evidence.line},
                           {"text", Str(f.evidence.text)}}}});
   }
@@ -121,7 +121,7 @@ nlohmann::json ReportToJson(const Report& report) {
       {"nodes_evidence", Str(s.nodes_evidence)},
       {"nodes_proof", s.nodes_rule.empty() ? nlohmann::json()
                                            : nlohmann::json{{"rule", Str(s.nodes_rule)},
-                                                            {"file", Str(s.nodes_proof.file)},
+                                                            {"file", Str(s.nodes_proof.source)},
                                                             {"line", s.nodes_proof.line},
                                                             {"text", Str(s.nodes_proof.text)}}},
       {"lines", s.lines},

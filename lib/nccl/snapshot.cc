@@ -547,7 +547,7 @@ std::string ScopeInterNode(const Scope& s) {
 Evidence ToEvidence(const State& st, const Ev& ev) {
   Evidence e;
   if (!ev.set()) return e;
-  e.file = st.sources[ev.source]->name;
+  e.source = st.sources[ev.source]->name;
   e.line = ev.line;
   e.text = ev.text;
   return e;

@@ -16,14 +16,8 @@ using common::Severity;
 using common::SeverityName;
 
 // Where a finding comes from: the source name given to Analyzer::Feed, its line number and the
-// (cleaned, length-capped) line text.
-struct Evidence {
-  std::string file;
-  uint64_t line = 0;
-  std::string text;
-
-  bool empty() const { return file.empty() && line == 0 && text.empty(); }
-};
+// (cleaned, length-capped) line text. The agent's one Evidence record.
+using common::Evidence;
 
 // Stable finding kinds; docs/nccl-findings.md explains each one.
 inline constexpr char kTcpFallback[] = "tcp_fallback";

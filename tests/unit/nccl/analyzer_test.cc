@@ -168,7 +168,7 @@ TEST(AnalyzerTest, TcpFallbackWhenTwoNodesUseSocket) {
   const Finding* f = FindKind(r, kTcpFallback);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kCritical);
-  EXPECT_EQ(f->evidence.file, "test.log");
+  EXPECT_EQ(f->evidence.source, "test.log");
   EXPECT_GT(f->evidence.line, 0u);
   EXPECT_FALSE(f->evidence.text.empty());
   EXPECT_TRUE(r.summary.tcp_fallback);

@@ -258,7 +258,7 @@ TEST(NodeProofTest, EachRuleProvesWhatItShould) {
     EXPECT_EQ(s.nodes_rule, c.rule);
     EXPECT_EQ(s.nodes_proof.line, c.line);
     if (c.line > 0) {
-      EXPECT_EQ(s.nodes_proof.file, "job.log");  // text only where the line was kept anyway
+      EXPECT_EQ(s.nodes_proof.source, "job.log");  // text only where the line was kept anyway
     }
     // Every case selects the Socket net: the severity follows the proof.
     const Finding* f = FindKind(r, kTcpFallback);
