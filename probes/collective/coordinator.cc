@@ -13,7 +13,6 @@
 namespace efawatch::collective {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 // Time given to Abort calls and to a Start call beyond the deadline (the participant's own
 // deadline ends its run; this only covers the answer's trip back).
 constexpr auto kGrace = std::chrono::milliseconds(2000);
@@ -24,9 +23,12 @@ std::string NewSession() {
   return absl::StrCat(absl::Hex(v, absl::kZeroPad16));
 }
 
-std::chrono::milliseconds Left(Clock::time_point deadline) {
+// Time left until `deadline`, at least 1 ms. Participants and calls get durations, never time
+// points: `clock` may be a test's, and they wait on the real one.
+std::chrono::milliseconds Left(const common::Clock& clock,
+                               std::chrono::steady_clock::time_point deadline) {
   return std::max(std::chrono::milliseconds(1),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock.Now()));
 }
 
 // Runs f(i) for every participant on its own thread and waits for all.
@@ -187,8 +189,9 @@ Result Tabulate(const RunRequest& r, const std::vector<JoinResponse>& joins,
 // each, and the first participant to fail aborts all the others.
 class CollectiveRun {
  public:
-  CollectiveRun(const RunRequest& r, ParticipantCalls& calls, Clock::time_point deadline)
-      : r_(r), calls_(calls), deadline_(deadline), n_(r.participants.size()) {}
+  CollectiveRun(const RunRequest& r, ParticipantCalls& calls, const common::Clock& clock,
+                std::chrono::steady_clock::time_point deadline)
+      : r_(r), calls_(calls), clock_(clock), deadline_(deadline), n_(r.participants.size()) {}
 
   // Every participant's answer, or the error of the first (by rank) that could not join.
   absl::StatusOr<std::vector<JoinResponse>> Join();
@@ -207,7 +210,8 @@ class CollectiveRun {
 
   const RunRequest& r_;
   ParticipantCalls& calls_;
-  const Clock::time_point deadline_;
+  const common::Clock& clock_;
+  const std::chrono::steady_clock::time_point deadline_;
   const size_t n_;
   const std::string session_ = NewSession();
 };
@@ -222,7 +226,7 @@ JoinRequest CollectiveRun::Invitation(size_t i) const {
   j.backend = r_.backend;
   j.warmup = r_.warmup;
   j.iters = r_.iters;
-  j.deadline_ms = static_cast<uint32_t>(Left(deadline_).count());
+  j.deadline_ms = static_cast<uint32_t>(Left(clock_, deadline_).count());
   return j;
 }
 
@@ -237,7 +241,7 @@ absl::StatusOr<std::vector<JoinResponse>> CollectiveRun::Join() {
   std::vector<absl::StatusOr<JoinResponse>> joins(n_, absl::UnknownError("not joined"));
   ForEach(n_, [&](size_t i) {
     const JoinRequest j = Invitation(i);
-    joins[i] = calls_.Join(r_.participants[i], j, Left(deadline_));
+    joins[i] = calls_.Join(r_.participants[i], j, Left(clock_, deadline_));
   });
   std::vector<JoinResponse> out;
   for (size_t i = 0; i < n_; ++i) {
@@ -256,7 +260,7 @@ void CollectiveRun::StartOne(const StartPlan& plan, size_t i, absl::StatusOr<Ran
                              FirstFailure* first) {
   StartRequest s = plan.base;
   s.rank = plan.offset[i];
-  *result = calls_.Start(r_.participants[i], s, Left(deadline_) + kGrace);
+  *result = calls_.Start(r_.participants[i], s, Left(clock_, deadline_) + kGrace);
   if (result->ok() || !first->Claim(i)) return;
   AbortAll(absl::StrCat("participant ", Name(i), " failed: ", result->status().message()));
 }
@@ -285,19 +289,19 @@ absl::StatusOr<std::vector<RankResult>> CollectiveRun::Start(const StartPlan& pl
 }  // namespace
 
 absl::StatusOr<Result> RunCollective(const RunRequest& in, const CollectiveLimits& limits,
-                                     ParticipantCalls& calls) {
+                                     ParticipantCalls& calls, const common::Clock& clock) {
   auto normalized = Normalize(in, limits);
   if (!normalized.ok()) return normalized.status();
   const RunRequest& r = *normalized;
-  const auto start = Clock::now();
-  CollectiveRun run(r, calls, start + std::chrono::milliseconds(r.deadline_ms));
+  const auto start = clock.Now();
+  CollectiveRun run(r, calls, clock, start + std::chrono::milliseconds(r.deadline_ms));
   auto joins = run.Join();
   if (!joins.ok()) return joins.status();
   const StartPlan plan = PlanStart(run.session(), *joins);
   auto results = run.Start(plan);
   if (!results.ok()) return results.status();
   Result out = Tabulate(r, *joins, *std::move(results), plan.base.nranks);
-  out.elapsed_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  out.elapsed_seconds = std::chrono::duration<double>(clock.Now() - start).count();
   return out;
 }
 
