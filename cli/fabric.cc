@@ -4,6 +4,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdio>
+#include <optional>
+#include <utility>
 
 #include "probes/collective/ops.h"
 #include "proto/codec/collective.h"
@@ -130,53 +132,43 @@ int RunBandwidth(const AgentConnection& conn, const BandwidthArgs& args, const s
       });
 }
 
-int RunCollective(const AgentConnection& conn_in, const CollectiveArgs& args,
-                  const std::string& format, std::ostream& out, std::ostream& err) {
+namespace {
+
+// The request the flags ask for, and its op; nothing (and a line on `err`) when a flag is invalid.
+std::optional<std::pair<v1::RunCollectiveRequest, const collective::OpInfo*>> CollectiveRequest(
+    const CollectiveArgs& args, std::ostream& err) {
   v1::RunCollectiveRequest req;
   for (const auto& a : args.agents) req.add_participants(a);
   const collective::OpInfo* op = collective::FindOp(args.op);
   if (op == nullptr) {
     err << "efawatch collective: --op must be one of " << collective::OpNames() << "\n";
-    return 2;
+    return std::nullopt;
   }
   req.set_op(codec::ToProto(op->op));
   auto sizes = collective::ParseSizes(args.sizes);
   if (!sizes.ok()) {
     err << "efawatch collective: --sizes: " << sizes.status().message() << "\n";
-    return 2;
+    return std::nullopt;
   }
   for (uint64_t s : *sizes) req.add_sizes(s);
   if (args.backend != "host" && args.backend != "nccl") {
     err << "efawatch collective: --backend must be host or nccl\n";
-    return 2;
+    return std::nullopt;
   }
   req.set_backend(args.backend == "nccl" ? v1::NCCL : v1::HOST);
   req.set_warmup(args.warmup);
   req.set_iters(args.iters);
   req.set_deadline_ms(args.deadline_ms);
-  AgentConnection conn = conn_in;
-  if (conn.address.empty() && !args.agents.empty()) conn.address = args.agents.front();
-  v1::CollectiveResult r;
-  const int rc = Invoke(
-      "collective", conn, args.deadline_ms, req, &r,
-      [](v1::Agent::Stub& s, grpc::ClientContext* c, const v1::RunCollectiveRequest& q,
-         v1::CollectiveResult* p) { return s.RunCollective(c, q, p); },
-      err);
-  if (rc != 0) return rc;
-  uint64_t wrong = 0;
-  bool fallback = false;
-  for (const auto& row : r.rows()) wrong += row.wrong();
-  for (const auto& rank : r.ranks()) {
-    fallback = fallback || rank.nccl().tcp_fallback() || rank.nccl().loopback_misuse();
-  }
-  if (format == "json") {
-    out << Json(r) << "\n";
-    return wrong > 0 || fallback ? 3 : 0;
-  }
+  return std::make_pair(std::move(req), op);
+}
+
+// nccl-tests' table, the data check and each NCCL rank's transport, as text.
+void PrintCollective(const v1::CollectiveResult& r, const collective::OpInfo& op,
+                     const std::string& backend, uint64_t wrong, std::ostream& out) {
   std::string nodes;
   for (const auto& n : r.nodes()) nodes += (nodes.empty() ? "" : ", ") + n;
-  out << "# " << op->name << ", backend " << args.backend << ", " << r.nranks() << " ranks on "
-      << nodes << ", provider " << r.provider() << "\n"
+  out << "# " << op.name << ", backend " << backend << ", " << r.nranks() << " ranks on " << nodes
+      << ", provider " << r.provider() << "\n"
       << Line("# %12s %12s %6s %10s %11s %11s %8s\n", "size(B)", "count", "type", "time(us)",
               "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   for (const auto& row : r.rows()) {
@@ -195,6 +187,35 @@ int RunCollective(const AgentConnection& conn_in, const CollectiveArgs& args,
         << ", network " << n.network() << ", transport " << n.transport() << ", provider "
         << n.ofi_provider() << (n.tcp_fallback() ? ", TCP FALLBACK" : "")
         << (n.loopback_misuse() ? ", LOOPBACK MISUSE" : "") << "\n";
+  }
+}
+
+}  // namespace
+
+int RunCollective(const AgentConnection& conn_in, const CollectiveArgs& args,
+                  const std::string& format, std::ostream& out, std::ostream& err) {
+  auto request = CollectiveRequest(args, err);
+  if (!request) return 2;
+  const auto& [req, op] = *request;
+  AgentConnection conn = conn_in;
+  if (conn.address.empty() && !args.agents.empty()) conn.address = args.agents.front();
+  v1::CollectiveResult r;
+  const int rc = Invoke(
+      "collective", conn, args.deadline_ms, req, &r,
+      [](v1::Agent::Stub& s, grpc::ClientContext* c, const v1::RunCollectiveRequest& q,
+         v1::CollectiveResult* p) { return s.RunCollective(c, q, p); },
+      err);
+  if (rc != 0) return rc;
+  uint64_t wrong = 0;
+  bool fallback = false;
+  for (const auto& row : r.rows()) wrong += row.wrong();
+  for (const auto& rank : r.ranks()) {
+    fallback = fallback || rank.nccl().tcp_fallback() || rank.nccl().loopback_misuse();
+  }
+  if (format == "json") {
+    out << Json(r) << "\n";
+  } else {
+    PrintCollective(r, *op, args.backend, wrong, out);
   }
   return wrong > 0 || fallback ? 3 : 0;
 }

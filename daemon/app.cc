@@ -212,7 +212,7 @@ fabric::EndpointOptions App::CreateFabric() {
   collective_ = std::make_unique<collective::Participant>(
       config_.node_name, collective::CollectiveLimits{},
       collective::HostBackendFactory(fopts.endpoint),
-      collective::NcclBackendFactory({.log_dir = config_.state_dir}));
+      collective::NcclBackendFactory({.log_dir = config_.state_dir}), clock_);
   fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
   if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
     spdlog::info("fabric responder: provider {} fabric {} domain {} at {}", r->info().provider,
@@ -231,8 +231,8 @@ absl::Status App::CreatePeers() {
   peer_lookup_ = std::make_unique<rpc::GrpcPeerLookup>(*peer_channels_);
   collective_calls_ = std::make_unique<rpc::GrpcCollectiveCalls>(*peer_channels_);
   probes_ = std::make_unique<agent::ProbeRunner>(fabric_.get(), *peer_lookup_);
-  coordination_ =
-      std::make_unique<agent::Coordination>(*collective_calls_, collective::CollectiveLimits{});
+  coordination_ = std::make_unique<agent::Coordination>(*collective_calls_,
+                                                        collective::CollectiveLimits{}, clock_);
   return absl::OkStatus();
 }
 

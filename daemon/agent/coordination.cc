@@ -13,7 +13,7 @@ void Coordination::Run(collective::RunRequest request, rpc::AgentHandler::Collec
   coordinating_ = true;
   if (thread_.joinable()) thread_.join();  // the previous one, finished
   thread_ = std::jthread([this, r = *std::move(normalized), done = std::move(done)] {
-    auto result = collective::RunCollective(r, limits_, calls_);
+    auto result = collective::RunCollective(r, limits_, calls_, clock_);
     {
       std::lock_guard done_lock(mu_);
       coordinating_ = false;

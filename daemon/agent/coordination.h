@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "daemon/rpc/agent_handler.h"
+#include "lib/common/clock.h"
 #include "probes/collective/coordinator.h"
 
 namespace efawatch::agent {
@@ -14,8 +15,9 @@ namespace efawatch::agent {
 /// Thread-safe. Stop() cancels the calls in flight and joins the thread.
 class Coordination {
  public:
-  Coordination(collective::ParticipantCalls& calls, collective::CollectiveLimits limits)
-      : calls_(calls), limits_(limits) {}
+  Coordination(collective::ParticipantCalls& calls, collective::CollectiveLimits limits,
+               const common::Clock& clock)
+      : calls_(calls), limits_(limits), clock_(clock) {}
   ~Coordination() { Stop(); }
 
   void Run(collective::RunRequest request, rpc::AgentHandler::CollectiveDone done);
@@ -24,6 +26,7 @@ class Coordination {
  private:
   collective::ParticipantCalls& calls_;
   const collective::CollectiveLimits limits_;
+  const common::Clock& clock_;
   std::mutex mu_;
   bool coordinating_ = false;  // guarded by mu_
   bool stopped_ = false;       // guarded by mu_

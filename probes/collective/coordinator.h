@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "lib/common/clock.h"
 #include "probes/collective/participant.h"
 
 namespace efawatch::collective {
@@ -31,8 +32,9 @@ absl::StatusOr<RunRequest> Normalize(RunRequest r, const CollectiveLimits& limit
 /// Runs one collective: joins every participant in parallel (rank = position), starts them all,
 /// gathers per-rank timings into nccl-tests' rows (time = mean over ranks, algbw = S / time,
 /// busbw = algbw x the op's factor). The first participant to fail aborts all the others; the
-/// answer is then ABORTED (or the join's error) naming it, within the deadline.
+/// answer is then ABORTED (or the join's error) naming it, within the deadline. `clock` measures
+/// the deadline and the elapsed time; the participants get what is left of it as a duration.
 absl::StatusOr<Result> RunCollective(const RunRequest& request, const CollectiveLimits& limits,
-                                     ParticipantCalls& calls);
+                                     ParticipantCalls& calls, const common::Clock& clock);
 
 }  // namespace efawatch::collective

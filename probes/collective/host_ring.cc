@@ -3,6 +3,7 @@
 #include <rdma/fi_errno.h>
 
 #include <cstring>
+#include <span>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -122,76 +123,97 @@ absl::Status HostRing::Exchange(const float* send, uint64_t n_send, uint64_t n_r
   const uint64_t seq = ++seq_;
   // Members, not locals: a provider owns an operation's context until it completes or the
   // endpoint closes, which after an error return is later than this frame.
-  fi_context2& rctx = rctx_;
-  fi_context2& sctx = sctx_;
-  rctx = {};
-  sctx = {};
-  const size_t rlen = kHeader + n_recv * 4;
-  ssize_t ret = ep_->PostRecv(recv_->data(), rlen, recv_desc_, &rctx);
+  rctx_ = {};
+  sctx_ = {};
+  const ssize_t ret = ep_->PostRecv(recv_->data(), kHeader + n_recv * 4, recv_desc_, &rctx_);
   if (ret != 0) return absl::AbortedError(absl::StrCat("fi_recv: ", fi_strerror(-ret)));
   recv_pending_ = true;
   Header h{tag_, seq, n_send};
   std::memcpy(send_->data(), &h, kHeader);
   if (n_send > 0) std::memcpy(send_->data() + kHeader, send, n_send * 4);
-  bool sent = false, received = false, posted = false;
   size_t got_len = 0;
+  if (auto st = Await(kHeader + n_send * 4, stop, deadline, &got_len); !st.ok()) return st;
+  return CheckReceived(seq, n_recv, got_len);
+}
+
+absl::Status HostRing::Await(size_t send_len, const std::stop_token& stop,
+                             std::chrono::steady_clock::time_point deadline, size_t* got_len) {
+  Progress p;
   fabric::Completion done[8];
   auto last = std::chrono::steady_clock::now();
-  while (!sent || !received) {
-    if (!posted) {
-      ret = ep_->PostSend(send_->data(), kHeader + n_send * 4, send_desc_, right_, &sctx);
-      if (ret == 0) {
-        posted = true;
-        send_pending_ = true;
-      } else if (ret != -FI_EAGAIN) {
-        return absl::AbortedError(absl::StrCat("fi_send: ", fi_strerror(-ret)));
-      }
+  while (!p.sent || !p.received) {
+    if (!p.posted) {
+      if (auto st = TryPostSend(send_len, &p); !st.ok()) return st;
     }
     const ssize_t n = ep_->Poll(done);
     if (n < 0) return absl::AbortedError(absl::StrCat("fi_cq_read: ", fi_strerror(-n)));
     const auto now = std::chrono::steady_clock::now();
-    for (ssize_t i = 0; i < n; ++i) {
-      if (done[i].error != 0) {
-        if (done[i].context == &sctx) send_pending_ = false;
-        if (done[i].context == &rctx) recv_pending_ = false;
-        // ABORTED, not UNAVAILABLE: the coordinator blames an agent it cannot reach at all
-        // (UNAVAILABLE) before the ranks that merely lost it as a neighbour.
-        return absl::AbortedError(
-            absl::StrCat("rank ", rank_, ": a ring neighbour failed: ", ep_->last_error()));
-      }
-      if (done[i].context == &sctx) {
-        sent = true;
-        send_pending_ = false;
-      }
-      if (done[i].context == &rctx) {
-        received = true;
-        recv_pending_ = false;
-        got_len = done[i].len;
-      }
-    }
+    if (auto st = Reap({done, static_cast<size_t>(n)}, &p); !st.ok()) return st;
     if (n > 0) last = now;
     if (stop.stop_requested()) return absl::AbortedError("aborted");
-    if (now >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("rank ", rank_, ": ", received ? "rank " : "no data from rank ",
-                       received ? std::to_string((rank_ + 1) % nranks_) + " did not take our data"
-                                : std::to_string((rank_ + nranks_ - 1) % nranks_),
-                       " by the deadline"));
+    if (now >= deadline) return NeighbourLate(p.received);
+    if (n == 0) Idle(now - last);
+  }
+  *got_len = p.got_len;
+  return absl::OkStatus();
+}
+
+absl::Status HostRing::TryPostSend(size_t len, Progress* p) {
+  const ssize_t ret = ep_->PostSend(send_->data(), len, send_desc_, right_, &sctx_);
+  if (ret == 0) {
+    p->posted = true;
+    send_pending_ = true;
+  } else if (ret != -FI_EAGAIN) {
+    return absl::AbortedError(absl::StrCat("fi_send: ", fi_strerror(-ret)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HostRing::Reap(std::span<const fabric::Completion> done, Progress* p) {
+  for (const fabric::Completion& c : done) {
+    if (c.error != 0) {
+      if (c.context == &sctx_) send_pending_ = false;
+      if (c.context == &rctx_) recv_pending_ = false;
+      // ABORTED, not UNAVAILABLE: the coordinator blames an agent it cannot reach at all
+      // (UNAVAILABLE) before the ranks that merely lost it as a neighbour.
+      return absl::AbortedError(
+          absl::StrCat("rank ", rank_, ": a ring neighbour failed: ", ep_->last_error()));
     }
-    if (n == 0) {
-      // Ranks of one host share its cores: yield while spinning so the neighbour we wait for
-      // can run.
-      if (now - last > kSpin) {
-        ep_->Wait(kSleep, -1);
-      } else {
-        std::this_thread::yield();
-      }
+    if (c.context == &sctx_) {
+      p->sent = true;
+      send_pending_ = false;
+    }
+    if (c.context == &rctx_) {
+      p->received = true;
+      recv_pending_ = false;
+      p->got_len = c.len;
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status HostRing::NeighbourLate(bool received) const {
+  return absl::DeadlineExceededError(
+      absl::StrCat("rank ", rank_, ": ", received ? "rank " : "no data from rank ",
+                   received ? std::to_string((rank_ + 1) % nranks_) + " did not take our data"
+                            : std::to_string((rank_ + nranks_ - 1) % nranks_),
+                   " by the deadline"));
+}
+
+void HostRing::Idle(std::chrono::steady_clock::duration since_completion) {
+  // Ranks of one host share its cores: yield while spinning so the neighbour we wait for can run.
+  if (since_completion > kSpin) {
+    ep_->Wait(kSleep, -1);
+  } else {
+    std::this_thread::yield();
+  }
+}
+
+absl::Status HostRing::CheckReceived(uint64_t seq, uint64_t n_recv, size_t got_len) const {
   Header in{};
   if (got_len < kHeader) return absl::DataLossError("short ring message");
   std::memcpy(&in, recv_->data(), kHeader);
-  if (in.tag != tag_ || in.seq != seq || in.elements != n_recv || got_len != rlen) {
+  if (in.tag != tag_ || in.seq != seq || in.elements != n_recv || got_len != kHeader + n_recv * 4) {
     return absl::DataLossError(absl::StrCat("rank ", rank_, ": ring message out of step (seq ",
                                             in.seq, ", expected ", seq, ")"));
   }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -54,6 +55,27 @@ class HostRing {
   absl::Status Exchange(const float* send, uint64_t n_send, uint64_t n_recv,
                         const std::stop_token& stop,
                         std::chrono::steady_clock::time_point deadline);
+  // One exchange's progress across its polls.
+  struct Progress {
+    bool posted = false;
+    bool sent = false;
+    bool received = false;
+    size_t got_len = 0;
+  };
+  // Polls until the send of `send_len` bytes and the receive posted by Exchange have completed;
+  // sets `*got_len` to the bytes received.
+  absl::Status Await(size_t send_len, const std::stop_token& stop,
+                     std::chrono::steady_clock::time_point deadline, size_t* got_len);
+  // Posts the send; -FI_EAGAIN leaves it unposted for the next poll.
+  absl::Status TryPostSend(size_t len, Progress* p);
+  // Notes the exchange's completions in `done`; an error completion fails the exchange.
+  absl::Status Reap(std::span<const fabric::Completion> done, Progress* p);
+  // DEADLINE_EXCEEDED naming the neighbour we waited for.
+  absl::Status NeighbourLate(bool received) const;
+  // Between empty polls: spins (yielding) for a while after the last completion, then sleeps.
+  void Idle(std::chrono::steady_clock::duration since_completion);
+  // Checks that the received message is the one step `seq` expects, `n_recv` floats long.
+  absl::Status CheckReceived(uint64_t seq, uint64_t n_recv, size_t got_len) const;
   const float* recv_payload() const;
   // Chunk c's [begin, end) in elements of a buffer of `elements`.
   std::pair<uint64_t, uint64_t> Chunk(uint64_t elements, uint32_t c) const;

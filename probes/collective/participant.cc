@@ -3,6 +3,17 @@
 #include "absl/strings/str_cat.h"
 
 namespace efawatch::collective {
+namespace {
+
+// The backends poll the real steady clock (as a condition variable waits on it), so a deadline
+// of `clock`, which may be a test's, means nothing to them: they get the time left by `clock`,
+// from now on the real one.
+std::chrono::steady_clock::time_point BackendDeadline(
+    const common::Clock& clock, std::chrono::steady_clock::time_point deadline) {
+  return std::chrono::steady_clock::now() + (deadline - clock.Now());
+}
+
+}  // namespace
 
 absl::Status ValidateJoin(const JoinRequest& j, const CollectiveLimits& limits) {
   const OpInfo* op = FindOp(j.op);
@@ -44,11 +55,12 @@ absl::Status ValidateJoin(const JoinRequest& j, const CollectiveLimits& limits) 
 }
 
 Participant::Participant(std::string node_name, CollectiveLimits limits, BackendFactory host,
-                         BackendFactory nccl)
+                         BackendFactory nccl, const common::Clock& clock)
     : node_name_(std::move(node_name)),
       limits_(limits),
       host_(std::move(host)),
-      nccl_(std::move(nccl)) {}
+      nccl_(std::move(nccl)),
+      clock_(clock) {}
 
 Participant::~Participant() { Stop(); }
 
@@ -58,7 +70,7 @@ bool Participant::busy() const {
 }
 
 void Participant::ReclaimExpiredLocked() {
-  if (session_ && !session_->started && std::chrono::steady_clock::now() >= session_->deadline) {
+  if (session_ && !session_->started && clock_.Now() >= session_->deadline) {
     session_.reset();
   }
 }
@@ -82,8 +94,7 @@ absl::StatusOr<JoinResponse> Participant::Join(const JoinRequest& request) {
     // Claim the node before the (slow) backend setup, so two joins cannot both pass.
     session_ = std::make_shared<Session>();
     session_->join = request;
-    session_->deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(request.deadline_ms);
+    session_->deadline = clock_.Now() + std::chrono::milliseconds(request.deadline_ms);
   }
   auto backend = make(request);
   std::lock_guard lock(mu_);
@@ -122,7 +133,7 @@ void Participant::Start(const StartRequest& request, Done done) {
 
 void Participant::Run(std::shared_ptr<Session> s, const StartRequest& start, const Done& done) {
   const std::stop_token stop = s->stop.get_token();
-  const auto deadline = s->deadline;
+  const auto deadline = BackendDeadline(clock_, s->deadline);
   absl::StatusOr<RankResult> result = [&]() -> absl::StatusOr<RankResult> {
     if (auto st = s->backend->Connect(start, stop, deadline); !st.ok()) return st;
     const OpInfo* op = FindOp(s->join.op);

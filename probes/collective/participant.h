@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "lib/common/clock.h"
 #include "probes/collective/backend.h"
 
 namespace efawatch::collective {
@@ -29,12 +30,15 @@ absl::Status ValidateJoin(const JoinRequest& j, const CollectiveLimits& limits);
 /// This agent's side of a collective: at most one session at a time (a second Join is
 /// RESOURCE_EXHAUSTED). Join builds the backend, Start runs it on its own jthread, Abort (or the
 /// session's deadline) ends it. Thread-safe.
+///
+/// `clock` measures session deadlines; it must outlive the Participant. The backends poll the
+/// real steady clock, so they get the time left by `clock` as a deadline on that one.
 class Participant {
  public:
   using Done = std::function<void(absl::StatusOr<RankResult>)>;
 
   Participant(std::string node_name, CollectiveLimits limits, BackendFactory host,
-              BackendFactory nccl);
+              BackendFactory nccl, const common::Clock& clock);
   ~Participant();
 
   absl::StatusOr<JoinResponse> Join(const JoinRequest& request);
@@ -50,7 +54,7 @@ class Participant {
   struct Session {
     JoinRequest join;
     std::unique_ptr<RankBackend> backend;
-    std::chrono::steady_clock::time_point deadline;
+    std::chrono::steady_clock::time_point deadline;  ///< On clock_.
     std::stop_source stop;
     bool started = false;
   };
@@ -62,6 +66,7 @@ class Participant {
   const CollectiveLimits limits_;
   BackendFactory host_;
   BackendFactory nccl_;
+  const common::Clock& clock_;
   mutable std::mutex mu_;
   std::shared_ptr<Session> session_;  // guarded by mu_
   std::jthread worker_;               // guarded by mu_

@@ -12,7 +12,7 @@ absl::StatusOr<std::unique_ptr<FabricService>> FabricService::Create(
   if (options.responder) {
     ResponderOptions ro = options.responder_options;
     ro.endpoint = options.endpoint;
-    auto r = Responder::Create(ro);
+    auto r = Responder::Create(ro, clock);
     if (!r.ok()) return r.status();
     s->responder_ = *std::move(r);
   }

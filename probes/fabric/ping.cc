@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 
 #include "absl/strings/str_cat.h"
 #include "probes/fabric/fi_status.h"
@@ -74,12 +75,10 @@ absl::StatusOr<PingResult> Ping(const PingOptions& options, const std::stop_toke
   return (*pinger)->Run(options.peer, options, stop, clock);
 }
 
-absl::StatusOr<PingResult> Pinger::Run(const std::string& peer, const PingOptions& options,
-                                       const std::stop_token& stop, const common::Clock& clock) {
-  const auto start = clock.Now();
-  const auto deadline = start + options.deadline;
-  if (options.count == 0) return absl::InvalidArgumentError("ping count must be > 0");
-  internal::ProbeLink& link = link_;
+namespace {
+
+// Inserts `peer` into the link's address vector and makes it the link's peer.
+absl::Status ResolvePeer(internal::ProbeLink& link, const std::string& peer) {
   Endpoint& ep = *link.ep;
   auto peer_addr = ep.Resolve(peer);
   if (!peer_addr.ok()) {
@@ -88,147 +87,265 @@ absl::StatusOr<PingResult> Pinger::Run(const std::string& peer, const PingOption
                                                    std::string(peer_addr.status().message())));
   }
   link.peer = *peer_addr;
+  return absl::OkStatus();
+}
 
-  PingResult r;
-  r.fabric = ep.info();
-  r.local_address = ep.Printable(ep.address());
-  r.peer_address = ep.Printable(peer);
-  r.message_bytes = message_bytes_;
+// One Pinger::Run: the state the completion handler updates, so that the steps below read as the
+// protocol: per message, take a send slot, send, await the pong, count it. The per-message path
+// calls only non-virtual members of this class (besides the Clock and the Endpoint, as before),
+// allocates nothing and adds no syscall.
+class PingRun {
+ public:
+  PingRun(internal::ProbeLink& link, std::span<Op> tx, size_t message_bytes,
+          const std::string& peer, const PingOptions& options, const std::stop_token& stop,
+          const common::Clock& clock, std::chrono::steady_clock::time_point start);
 
-  const uint64_t session = internal::NewSession();
-  MessageHeader header;
-  header.type = MessageType::kPing;
-  header.session = session;
-  header.sender = ep.address();
+  // Sends the warm-up and timed messages. Returns 0, or the negative FI_E* code when the CQ
+  // broke (the run then has no result).
+  ssize_t Loop();
+  // Completes the counts and the summary once Loop() is done.
+  PingResult Finish();
 
-  uint64_t awaited = 0;
-  bool got = false;
-  bool failed = false;
-  Completion done[16];
+ private:
   // Drains completions; returns how many, or a negative FI_E* code when the CQ broke.
-  auto pump = [&]() -> ssize_t {
-    const ssize_t n = ep.Poll(done);
-    for (ssize_t i = 0; i < n; ++i) {
-      Op* op = OpOf(done[i].context);
-      if (op->send) {
-        op->busy = false;
-        if (done[i].error != 0) {
-          r.last_error = ep.last_error();
-          if (op->seq == awaited) failed = true;
-        }
-        continue;
-      }
-      if (done[i].error == 0) {
-        std::span<const std::byte> msg(link.buffers[op->index]->data(), done[i].len);
-        const auto h = DecodeHeader(msg);
-        if (h && h->type == MessageType::kPong && h->session == session) {
-          if (h->seq == awaited) {
-            got = true;
-          } else if (h->seq < awaited && h->seq >= options.warmup) {
-            ++r.late;
-          }
-        }
-      }
-      // Reposting can only fail with -FI_EAGAIN here (the queue had room for it a moment ago);
-      // a failed repost shrinks the pool, and the loss shows as lost pongs.
-      ep.PostRecv(link.buffers[op->index]->data(), r.message_bytes, link.descs[op->index],
-                  &op->ctx);
-    }
-    return n;
-  };
+  ssize_t Pump();
+  void OnSendDone(Op& op, const Completion& c);
+  // Counts a pong of this run and posts the receive again.
+  void OnReceived(Op& op, const Completion& c);
+  // One message: slot, send, pong, count. Returns what Loop() does.
+  ssize_t Message(uint32_t i);
+  // A free send slot, or null when the deadline passed or the stop token fired first.
+  Op* AcquireSlot();
+  // Writes message `seq` into `slot`'s buffer and marks the slot in flight; returns the buffer.
+  std::byte* Prepare(Op& slot, uint32_t seq);
+  // Posts `buf` from `slot`, retrying while the provider says -FI_EAGAIN; returns the last post's
+  // result.
+  ssize_t Send(Op& slot, std::byte* buf, std::chrono::steady_clock::time_point msg_deadline);
+  // Counts a message whose send could not be posted.
+  void SendFailed(Op& slot, ssize_t ret, bool timed);
+  // Polls until the awaited pong arrives, its send fails, `msg_deadline` passes or the stop token
+  // fires; `*now` is the last time read. Returns what Pump() does when it fails, else 0.
+  ssize_t AwaitPong(std::chrono::steady_clock::time_point t0,
+                    std::chrono::steady_clock::time_point msg_deadline,
+                    std::chrono::steady_clock::time_point* now);
+  // Counts the outcome of timed message sent at `t0`, `now` being when its wait ended.
+  void Count(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point now);
 
+  internal::ProbeLink& link_;
+  Endpoint& ep_;
+  std::span<Op> tx_;
+  const PingOptions& options_;
+  const std::stop_token& stop_;
+  const common::Clock& clock_;
+  const std::chrono::steady_clock::time_point start_;
+  const std::chrono::steady_clock::time_point deadline_;
+  const uint64_t session_;
+  bool inject_ = false;
+  MessageHeader header_;
+  PingResult r_;
+
+  uint64_t awaited_ = 0;
+  bool got_ = false;
+  bool failed_ = false;
+  uint32_t attempted_timed_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> loop_start_;
+  std::chrono::steady_clock::time_point loop_end_;
+  Completion done_[16];
+};
+
+PingRun::PingRun(internal::ProbeLink& link, std::span<Op> tx, size_t message_bytes,
+                 const std::string& peer, const PingOptions& options, const std::stop_token& stop,
+                 const common::Clock& clock, std::chrono::steady_clock::time_point start)
+    : link_(link),
+      ep_(*link.ep),
+      tx_(tx),
+      options_(options),
+      stop_(stop),
+      clock_(clock),
+      start_(start),
+      deadline_(start + options.deadline),
+      session_(internal::NewSession()),
+      loop_end_(start) {
+  r_.fabric = ep_.info();
+  r_.local_address = ep_.Printable(ep_.address());
+  r_.peer_address = ep_.Printable(peer);
+  r_.message_bytes = message_bytes;
+  header_.type = MessageType::kPing;
+  header_.session = session_;
+  header_.sender = ep_.address();
   // Room for every sample, touched before the first send: growing the vector inside the loop
   // copied it and faulted in fresh pages between two pings (1.3 to 1.7 ms at the 16384th message
   // here, inside the timed loop).
-  r.rtt_us.assign(options.count, 0.0);
-  const bool inject = r.message_bytes <= ep.info().inject_size;
-  const uint32_t total = options.warmup + options.count;
-  uint32_t attempted_timed = 0;
-  std::optional<std::chrono::steady_clock::time_point> loop_start;
-  auto loop_end = start;
-  for (uint32_t i = 0; i < total; ++i) {
-    if (stop.stop_requested()) {
-      r.end = ProbeEnd::kCancelled;
-      break;
-    }
-    if (clock.Now() >= deadline) {
-      r.end = ProbeEnd::kDeadlineExceeded;
-      break;
-    }
-    const bool timed = i >= options.warmup;
-    awaited = i;
-    got = false;
-    failed = false;
+  r_.rtt_us.assign(options.count, 0.0);
+  inject_ = r_.message_bytes <= ep_.info().inject_size;
+}
 
-    Op* slot = nullptr;
-    while (slot == nullptr && clock.Now() < deadline && !stop.stop_requested()) {
-      for (Op& t : tx_) {
-        if (!t.busy) {
-          slot = &t;
-          break;
-        }
-      }
-      if (slot == nullptr && pump() == 0) ep.Wait(std::chrono::milliseconds(1), -1);
-    }
-    if (slot == nullptr) continue;  // The loop head reports the deadline or the cancel.
-
-    header.seq = i;
-    std::byte* buf = link.buffers[slot->index]->data();
-    EncodeHeader(header, {buf, r.message_bytes});
-    slot->busy = true;
-    slot->seq = i;
-    const auto t0 = clock.Now();
-    if (timed && !loop_start) loop_start = t0;
-    const auto msg_deadline = std::min(t0 + options.message_timeout, deadline);
-    ssize_t ret;
-    // Small pings go out with fi_inject, like fi_pingpong's: no send completion to reap between
-    // pongs. A failed inject is silent, and shows as a lost pong.
-    while ((ret = inject ? ep.PostInject(buf, r.message_bytes, link.peer)
-                         : ep.PostSend(buf, r.message_bytes, link.descs[slot->index], link.peer,
-                                       &slot->ctx)) == -FI_EAGAIN) {
-      if (pump() < 0 || clock.Now() >= msg_deadline || stop.stop_requested()) break;
-    }
-    if (inject && ret == 0) slot->busy = false;  // The provider copied it; no completion comes.
-    if (timed) ++attempted_timed;
-    if (ret != 0) {
-      slot->busy = false;
-      if (ret != -FI_EAGAIN) r.last_error = std::string(FiStatus("fi_send", ret).message());
-      if (timed) (ret == -FI_EAGAIN ? ++r.lost : ++r.errors);
-      continue;
-    }
-
-    auto now = t0;
-    while (!got && !failed && now < msg_deadline && !stop.stop_requested()) {
-      const ssize_t n = pump();
-      if (n < 0) return FiStatus("fi_cq_read", n);
-      now = clock.Now();
-      if (n == 0 && now - t0 > kSpinBeforeSleep) {
-        ep.Wait(std::min(std::chrono::duration_cast<std::chrono::microseconds>(msg_deadline - now),
-                         kSleepStep),
-                -1);
-        now = clock.Now();
-      }
-    }
-    if (!timed) continue;
-    loop_end = now;
-    if (got) {
-      r.rtt_us[r.received++] = std::chrono::duration<double, std::micro>(now - t0).count();
-    } else if (failed) {
-      ++r.errors;
-    } else if (!stop.stop_requested()) {
-      ++r.lost;
+ssize_t PingRun::Pump() {
+  const ssize_t n = ep_.Poll(done_);
+  for (ssize_t i = 0; i < n; ++i) {
+    Op* op = OpOf(done_[i].context);
+    if (op->send) {
+      OnSendDone(*op, done_[i]);
+    } else {
+      OnReceived(*op, done_[i]);
     }
   }
+  return n;
+}
 
-  r.rtt_us.resize(r.received);
-  r.sent = attempted_timed;
-  if (r.end == ProbeEnd::kDeadlineExceeded) r.lost += options.count - attempted_timed;
-  if (r.end == ProbeEnd::kCompleted && r.received == 0) r.end = ProbeEnd::kPeerTimedOut;
-  r.loss_ratio = static_cast<double>(r.lost + r.errors) / options.count;
-  r.rtt = Summarize(r.rtt_us);
-  if (loop_start) r.timed_loop = loop_end - *loop_start;
-  r.elapsed = clock.Now() - start;
-  return r;
+void PingRun::OnSendDone(Op& op, const Completion& c) {
+  op.busy = false;
+  if (c.error == 0) return;
+  r_.last_error = ep_.last_error();
+  if (op.seq == awaited_) failed_ = true;
+}
+
+void PingRun::OnReceived(Op& op, const Completion& c) {
+  if (c.error == 0) {
+    std::span<const std::byte> msg(link_.buffers[op.index]->data(), c.len);
+    const auto h = DecodeHeader(msg);
+    if (h && h->type == MessageType::kPong && h->session == session_) {
+      if (h->seq == awaited_) {
+        got_ = true;
+      } else if (h->seq < awaited_ && h->seq >= options_.warmup) {
+        ++r_.late;
+      }
+    }
+  }
+  // Reposting can only fail with -FI_EAGAIN here (the queue had room for it a moment ago);
+  // a failed repost shrinks the pool, and the loss shows as lost pongs.
+  ep_.PostRecv(link_.buffers[op.index]->data(), r_.message_bytes, link_.descs[op.index], &op.ctx);
+}
+
+ssize_t PingRun::Loop() {
+  const uint32_t total = options_.warmup + options_.count;
+  for (uint32_t i = 0; i < total; ++i) {
+    if (stop_.stop_requested()) {
+      r_.end = ProbeEnd::kCancelled;
+      break;
+    }
+    if (clock_.Now() >= deadline_) {
+      r_.end = ProbeEnd::kDeadlineExceeded;
+      break;
+    }
+    if (const ssize_t n = Message(i); n < 0) return n;
+  }
+  return 0;
+}
+
+ssize_t PingRun::Message(uint32_t i) {
+  const bool timed = i >= options_.warmup;
+  awaited_ = i;
+  got_ = false;
+  failed_ = false;
+  Op* slot = AcquireSlot();
+  if (slot == nullptr) return 0;  // The loop head reports the deadline or the cancel.
+  std::byte* buf = Prepare(*slot, i);
+  const auto t0 = clock_.Now();
+  if (timed && !loop_start_) loop_start_ = t0;
+  const auto msg_deadline = std::min(t0 + options_.message_timeout, deadline_);
+  const ssize_t ret = Send(*slot, buf, msg_deadline);
+  if (timed) ++attempted_timed_;
+  if (ret != 0) {
+    SendFailed(*slot, ret, timed);
+    return 0;
+  }
+  auto now = t0;
+  if (const ssize_t n = AwaitPong(t0, msg_deadline, &now); n < 0) return n;
+  if (timed) Count(t0, now);
+  return 0;
+}
+
+Op* PingRun::AcquireSlot() {
+  while (clock_.Now() < deadline_ && !stop_.stop_requested()) {
+    for (Op& t : tx_) {
+      if (!t.busy) return &t;
+    }
+    if (Pump() == 0) ep_.Wait(std::chrono::milliseconds(1), -1);
+  }
+  return nullptr;
+}
+
+std::byte* PingRun::Prepare(Op& slot, uint32_t seq) {
+  header_.seq = seq;
+  std::byte* buf = link_.buffers[slot.index]->data();
+  EncodeHeader(header_, {buf, r_.message_bytes});
+  slot.busy = true;
+  slot.seq = seq;
+  return buf;
+}
+
+ssize_t PingRun::Send(Op& slot, std::byte* buf,
+                      std::chrono::steady_clock::time_point msg_deadline) {
+  ssize_t ret;
+  // Small pings go out with fi_inject, like fi_pingpong's: no send completion to reap between
+  // pongs. A failed inject is silent, and shows as a lost pong.
+  while ((ret = inject_ ? ep_.PostInject(buf, r_.message_bytes, link_.peer)
+                        : ep_.PostSend(buf, r_.message_bytes, link_.descs[slot.index], link_.peer,
+                                       &slot.ctx)) == -FI_EAGAIN) {
+    if (Pump() < 0 || clock_.Now() >= msg_deadline || stop_.stop_requested()) break;
+  }
+  if (inject_ && ret == 0) slot.busy = false;  // The provider copied it; no completion comes.
+  return ret;
+}
+
+void PingRun::SendFailed(Op& slot, ssize_t ret, bool timed) {
+  slot.busy = false;
+  if (ret != -FI_EAGAIN) r_.last_error = std::string(FiStatus("fi_send", ret).message());
+  if (timed) (ret == -FI_EAGAIN ? ++r_.lost : ++r_.errors);
+}
+
+ssize_t PingRun::AwaitPong(std::chrono::steady_clock::time_point t0,
+                           std::chrono::steady_clock::time_point msg_deadline,
+                           std::chrono::steady_clock::time_point* now) {
+  while (!got_ && !failed_ && *now < msg_deadline && !stop_.stop_requested()) {
+    const ssize_t n = Pump();
+    if (n < 0) return n;
+    *now = clock_.Now();
+    if (n == 0 && *now - t0 > kSpinBeforeSleep) {
+      ep_.Wait(std::min(std::chrono::duration_cast<std::chrono::microseconds>(msg_deadline - *now),
+                        kSleepStep),
+               -1);
+      *now = clock_.Now();
+    }
+  }
+  return 0;
+}
+
+void PingRun::Count(std::chrono::steady_clock::time_point t0,
+                    std::chrono::steady_clock::time_point now) {
+  loop_end_ = now;
+  if (got_) {
+    r_.rtt_us[r_.received++] = std::chrono::duration<double, std::micro>(now - t0).count();
+  } else if (failed_) {
+    ++r_.errors;
+  } else if (!stop_.stop_requested()) {
+    ++r_.lost;
+  }
+}
+
+PingResult PingRun::Finish() {
+  r_.rtt_us.resize(r_.received);
+  r_.sent = attempted_timed_;
+  if (r_.end == ProbeEnd::kDeadlineExceeded) r_.lost += options_.count - attempted_timed_;
+  if (r_.end == ProbeEnd::kCompleted && r_.received == 0) r_.end = ProbeEnd::kPeerTimedOut;
+  r_.loss_ratio = static_cast<double>(r_.lost + r_.errors) / options_.count;
+  r_.rtt = Summarize(r_.rtt_us);
+  if (loop_start_) r_.timed_loop = loop_end_ - *loop_start_;
+  r_.elapsed = clock_.Now() - start_;
+  return std::move(r_);
+}
+
+}  // namespace
+
+absl::StatusOr<PingResult> Pinger::Run(const std::string& peer, const PingOptions& options,
+                                       const std::stop_token& stop, const common::Clock& clock) {
+  const auto start = clock.Now();
+  if (options.count == 0) return absl::InvalidArgumentError("ping count must be > 0");
+  if (absl::Status st = ResolvePeer(link_, peer); !st.ok()) return st;
+  PingRun run(link_, tx_, message_bytes_, peer, options, stop, clock, start);
+  if (const ssize_t n = run.Loop(); n < 0) return FiStatus("fi_cq_read", n);
+  return run.Finish();
 }
 
 }  // namespace efawatch::fabric

@@ -24,7 +24,8 @@ struct Responder::Slot {
   std::unique_ptr<AlignedBuffer> buf;
 };
 
-absl::StatusOr<std::unique_ptr<Responder>> Responder::Create(const ResponderOptions& options) {
+absl::StatusOr<std::unique_ptr<Responder>> Responder::Create(const ResponderOptions& options,
+                                                             const common::Clock& clock) {
   if (options.rx_depth == 0) return absl::InvalidArgumentError("responder rx_depth must be > 0");
   if (options.max_message_bytes < HeaderBytes(kMaxAddressBytes)) {
     return absl::InvalidArgumentError(
@@ -32,6 +33,7 @@ absl::StatusOr<std::unique_ptr<Responder>> Responder::Create(const ResponderOpti
   }
   std::unique_ptr<Responder> r(new Responder());
   r->options_ = options;
+  r->clock_ = &clock;
   r->options_.endpoint.blocking_wait = options.wait_fd;
   r->options_.endpoint.rma = options.rma_sink;
   auto ep = Endpoint::Create(r->options_.endpoint);
@@ -100,7 +102,7 @@ void Responder::Run(const std::stop_token& stop) {
     [[maybe_unused]] ssize_t n = write(fd, &one, sizeof(one));
   });
   Completion done[16];
-  auto last_traffic = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  auto last_traffic = clock_->Now() - std::chrono::hours(1);
   while (!stop.stop_requested()) {
     const bool posts_pending = !FlushPending();
     const ssize_t n = endpoint_->Poll(done);
@@ -121,7 +123,7 @@ void Responder::Run(const std::stop_token& stop) {
         Handle(slot, done[i].len);
       }
     }
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = clock_->Now();
     if (n > 0) {
       last_traffic = now;
       continue;

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "lib/common/clock.h"
 #include "probes/fabric/endpoint.h"
 #include "probes/fabric/message.h"
 
@@ -78,7 +79,11 @@ struct ResponderCounters {
 /// it answers, which is posted again when the reply's send completes.
 class Responder {
  public:
-  static absl::StatusOr<std::unique_ptr<Responder>> Create(const ResponderOptions& options);
+  /// `clock` times the spin after traffic and the idle sleeps; it must outlive the Responder. A
+  /// clock that stands still (a test's) keeps the loop spinning once traffic came: answers stay
+  /// right, but a core stays busy.
+  static absl::StatusOr<std::unique_ptr<Responder>> Create(
+      const ResponderOptions& options, const common::Clock& clock = common::SystemClock::Get());
   ~Responder();
   Responder(const Responder&) = delete;
   Responder& operator=(const Responder&) = delete;
@@ -114,6 +119,7 @@ class Responder {
   RemoteRegion RmaSink();
 
   ResponderOptions options_;
+  const common::Clock* clock_ = nullptr;
   std::string printable_address_;
   int stop_fd_ = -1;
 
