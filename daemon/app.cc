@@ -87,6 +87,7 @@ absl::Status App::Start() {
   }
   logs::PodAnalysisOptions popts;
   popts.grace_period = config_.pod_grace_period;
+  popts.max_communicators_per_pod = config_.max_communicators_per_pod;
   pods_ = std::make_unique<logs::PodAnalysis>(popts, clock_, &findings_, nullptr);
   tailer_ = std::make_unique<logs::Tailer>(topts, pods_.get(), clock_);
   pods_->set_tailer_counters(&tailer_->counters());

@@ -259,6 +259,9 @@ const std::vector<Option>& Options() {
          c.max_log_files = static_cast<unsigned>(n);
          return absl::OkStatus();
        }},
+      {"max-communicators-per-pod", false,
+       "Most NCCL communicator info series exported per pod (more are only counted).",
+       Unsigned(&Config::max_communicators_per_pod, "max-communicators-per-pod", 0, 4096)},
       {"log-glob", false,
        "Comma-separated glob(3) patterns of further logs to analyze: NCCL_DEBUG_FILE outputs on "
        "a hostPath, docker json-file logs (*-json.log).",

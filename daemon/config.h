@@ -49,7 +49,8 @@ struct Config {
   std::chrono::seconds efa_evaluate_interval{15};
   std::chrono::seconds pod_grace_period{300};
   unsigned max_log_files = 4096;
-  std::vector<std::string> log_globs;  // NCCL_DEBUG_FILE outputs, docker json logs
+  unsigned max_communicators_per_pod = 32;  // logs::PodAnalysisOptions says why 32
+  std::vector<std::string> log_globs;       // NCCL_DEBUG_FILE outputs, docker json logs
   // Fleet ping mesh (probes/mesh); off unless a discovery is chosen.
   std::string mesh_discovery = "off";  // off | static | dns | kubernetes
   std::string mesh_peers;              // static: [node=]host[:port][/group],...

@@ -779,6 +779,7 @@ Report Analyzer::Snapshot() const {
     for (const auto& c : p.comms) {
       Communicator oc;
       oc.id = c->comm_id.empty() ? c->ptr : c->comm_id;
+      oc.has_comm_id = !c->comm_id.empty();
       oc.rank = c->rank;
       oc.nranks = c->nranks;
       oc.nnodes = c->nnodes;
