@@ -16,6 +16,7 @@
 #include "daemon/logs/tailer.h"
 #include "daemon/rpc/grpc_edge.h"
 #include "daemon/rpc/peer_client.h"
+#include "daemon/workloads/workloads.h"
 #include "efawatch/version.h"
 #include "lib/common/findings_collector.h"
 #include "lib/common/process_collector.h"
@@ -208,6 +209,8 @@ absl::Status App::Start() {
                                                 findings_collector_.get()};
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
   if (mesh_collector_) collectors.push_back(mesh_collector_.get());
+  CreateWorkloads();
+  if (workloads_) collectors.push_back(workloads_.get());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
@@ -225,6 +228,7 @@ absl::Status App::Start() {
   // Background work starts once both edges are bound: a bad configuration exits before any.
   efa_->Start();
   if (mesh_) mesh_->Start();
+  if (workloads_) workloads_->Start();
   return tailer_->Start();
 }
 
@@ -286,6 +290,29 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
                config_.mesh_discovery, config_.mesh_fanout, config_.mesh_interval.count(),
                config_.mesh_count);
   return absl::OkStatus();
+}
+
+void App::CreateWorkloads() {
+  if (!config_.workload_identity) {
+    spdlog::info(
+        "workload identity: off (--workload-identity=false): no efawatch_pod_workload_info");
+    return;
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(config_.mesh_k8s_token_file, ec)) {
+    spdlog::info("workload identity: off, no service-account token at {}",
+                 config_.mesh_k8s_token_file);
+    return;
+  }
+  workloads::WorkloadWatcherOptions w;
+  w.api.api_server = config_.mesh_k8s_api;
+  w.api.token_file = config_.mesh_k8s_token_file;
+  w.api.ca_file = config_.mesh_k8s_ca_file;
+  w.node_name = config_.node_name;
+  w.interval = config_.workload_interval;
+  workloads_ = std::make_unique<workloads::WorkloadWatcher>(std::move(w));
+  spdlog::info("workload identity: pods of node {} from the Kubernetes API every {} ms",
+               config_.node_name, config_.workload_interval.count());
 }
 
 void App::Stop() {
@@ -350,7 +377,15 @@ common::NodeHealth App::GetNodeHealth() const {
   if (pods_) {
     for (const auto& v : pods_->Verdicts()) {
       if (v.nccl_lines == 0 || v.gone) continue;
-      h.pods.push_back({v.source.namespace_name, v.source.pod, v.source.container, v.nccl});
+      common::PodVerdict p{
+          v.source.namespace_name, v.source.pod, v.source.container, v.nccl, {}, {}};
+      if (workloads_) {
+        if (auto w = workloads_->Lookup(v.source.namespace_name, v.source.pod)) {
+          p.workload_kind = w->kind;
+          p.workload = w->name;
+        }
+      }
+      h.pods.push_back(std::move(p));
     }
   }
   if (fabric_ && fabric_->responder() != nullptr) {

@@ -300,6 +300,13 @@ const std::vector<Option>& Options() {
       {"mesh-k8s-ca-file", false,
        "CA bundle the Kubernetes API server's certificate must chain to.",
        String(&Config::mesh_k8s_ca_file)},
+      {"workload-identity", true,
+       "Learn each pod's workload (RayCluster, PyTorchJob, JobSet, ...) from the Kubernetes API "
+       "(list pods on this node; --mesh-k8s-api/-token-file/-ca-file) and export "
+       "it per pod for the job rules.",
+       Bool(&Config::workload_identity, "workload-identity")},
+      {"workload-interval-ms", false, "Time between listings of this node's pods.",
+       Millis(&Config::workload_interval, "workload-interval-ms", 1000, 3600000)},
       {"mesh-group", false, "This node's topology group (static and dns discovery).",
        String(&Config::mesh_group)},
       {"mesh-fanout", false, "Peers each agent pings (besides its topology group).",

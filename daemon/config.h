@@ -62,6 +62,10 @@ struct Config {
   std::string mesh_k8s_group_node_label;
   std::string mesh_k8s_token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
   std::string mesh_k8s_ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+  // Workload identity (daemon/workloads): this node's pods listed through the Kubernetes API
+  // (connection: the mesh-k8s-api, -token-file and -ca-file settings).
+  bool workload_identity = false;
+  std::chrono::milliseconds workload_interval{30000};
   std::string mesh_group;  // this node's topology group
   unsigned mesh_fanout = 8;
   unsigned mesh_max_group = 32;
