@@ -263,6 +263,7 @@ def substitute(expr):
         expr.replace("$cluster", CLUSTER)
         .replace("$node", NODE)
         .replace("$namespace", "train")
+        .replace("$workload", ".*")
         .replace("$__rate_interval", "30s")
     )
 

@@ -14,6 +14,7 @@
 #include "lib/common/findings_board.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/subprocess.h"
+#include "tests/unit/records/field_count.h"
 
 namespace efawatch::logs {
 namespace {
@@ -342,6 +343,9 @@ TEST(PodAnalysisTest, CommunicatorSeriesJoinRanksAndSkipPointersAndAborts) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].communicators, v[0].communicators);
   EXPECT_EQ(CommunicatorsFromJson(CommunicatorsToJson(v[0].communicators)), v[0].communicators);
+  // Its edges: WriteVerdictMetrics (a label each but id) and the checkpoint codec.
+  EXPECT_EQ(testing::FieldCount<CommunicatorSeries>(), 5u)
+      << "a field added to CommunicatorSeries must reach the metric labels and the checkpoint";
 }
 
 }  // namespace
