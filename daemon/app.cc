@@ -320,6 +320,8 @@ void App::Stop() {
   if (collective_) collective_->Stop();
   // The mesh pings through its own endpoint and asks peers over gRPC: stop it before anything.
   if (mesh_) mesh_->Stop();
+  // Its listing in flight is cancelled (the collector keeps answering from the last table).
+  if (workloads_) workloads_->Stop();
   // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once, so
   // the gRPC shutdown below does not wait for a long probe.
   if (fabric_) fabric_->Stop();
