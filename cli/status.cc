@@ -37,7 +37,8 @@ void PrintText(const v1::NodeHealth& h, std::ostream& out) {
                       (p.nodes_evidence() == "proven_multi" ? "" : " (suspected)")
                 : std::string("ok"))
         << "  " << p.transport() << (p.ofi_provider().empty() ? "" : " (" + p.ofi_provider() + ")")
-        << "  NCCL " << p.nccl_version() << "\n";
+        << "  NCCL " << p.nccl_version()
+        << (p.workload().empty() ? "" : "  " + p.workload_kind() + " " + p.workload()) << "\n";
   }
   out << "findings: " << (h.findings().empty() ? "none" : "") << "\n";
   for (const auto& f : h.findings()) {

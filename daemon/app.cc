@@ -18,6 +18,7 @@
 #include "daemon/logs/tailer.h"
 #include "daemon/rpc/grpc_edge.h"
 #include "daemon/rpc/peer_client.h"
+#include "daemon/workloads/workloads.h"
 #include "efawatch/version.h"
 #include "lib/common/findings_collector.h"
 #include "lib/common/process_collector.h"
@@ -126,10 +127,12 @@ absl::Status App::Start() {
   if (auto st = CreatePeers(); !st.ok()) return st;
   if (auto st = CreateGrpc(); !st.ok()) return st;
   if (auto st = CreateMesh(endpoint); !st.ok()) return st;
+  CreateWorkloads();
   if (auto st = CreateMetrics(); !st.ok()) return st;
   // Background work starts once both edges are bound: a bad configuration exits before any.
   efa_->Start();
   if (mesh_) mesh_->Start();
+  if (workloads_) workloads_->Start();
   return tailer_->Start();
 }
 
@@ -143,6 +146,7 @@ void App::CreateLogs() {
   }
   logs::PodAnalysisOptions popts;
   popts.grace_period = config_.pod_grace_period;
+  popts.max_communicators_per_pod = config_.max_communicators_per_pod;
   pods_ = std::make_unique<logs::PodAnalysis>(popts, clock_, &findings_, nullptr);
   tailer_ = std::make_unique<logs::Tailer>(TailerOptionsFrom(config_), pods_.get(), clock_);
   pods_->set_tailer_counters(&tailer_->counters());
@@ -258,6 +262,7 @@ absl::Status App::CreateMetrics() {
                                                 findings_collector_.get()};
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
   if (mesh_collector_) collectors.push_back(mesh_collector_.get());
+  if (workloads_) collectors.push_back(workloads_.get());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
@@ -327,6 +332,29 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
   return absl::OkStatus();
 }
 
+void App::CreateWorkloads() {
+  if (!config_.workload_identity) {
+    spdlog::info(
+        "workload identity: off (--workload-identity=false): no efawatch_pod_workload_info");
+    return;
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(config_.mesh_k8s_token_file, ec)) {
+    spdlog::info("workload identity: off, no service-account token at {}",
+                 config_.mesh_k8s_token_file);
+    return;
+  }
+  workloads::WorkloadWatcherOptions w;
+  w.api.api_server = config_.mesh_k8s_api;
+  w.api.token_file = config_.mesh_k8s_token_file;
+  w.api.ca_file = config_.mesh_k8s_ca_file;
+  w.node_name = config_.node_name;
+  w.interval = config_.workload_interval;
+  workloads_ = std::make_unique<workloads::WorkloadWatcher>(std::move(w));
+  spdlog::info("workload identity: pods of node {} from the Kubernetes API every {} ms",
+               config_.node_name, config_.workload_interval.count());
+}
+
 void App::Stop() {
   // A coordination in flight is cancelled first: its RunCollective call then finishes at once.
   if (coordination_) coordination_->Stop();
@@ -334,6 +362,8 @@ void App::Stop() {
   if (collective_) collective_->Stop();
   // The mesh pings through its own endpoint and asks peers over gRPC: stop it before anything.
   if (mesh_) mesh_->Stop();
+  // Its listing in flight is cancelled (the collector keeps answering from the last table).
+  if (workloads_) workloads_->Stop();
   // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once, so
   // the gRPC shutdown below does not wait for a long probe.
   if (fabric_) fabric_->Stop();
@@ -391,7 +421,15 @@ common::NodeHealth App::GetNodeHealth() const {
   if (pods_) {
     for (const auto& v : pods_->Verdicts()) {
       if (v.nccl_lines == 0 || v.gone) continue;
-      h.pods.push_back({v.source.namespace_name, v.source.pod, v.source.container, v.nccl});
+      common::PodVerdict p{
+          v.source.namespace_name, v.source.pod, v.source.container, v.nccl, {}, {}};
+      if (workloads_) {
+        if (auto w = workloads_->Lookup(v.source.namespace_name, v.source.pod)) {
+          p.workload_kind = w->kind;
+          p.workload = w->name;
+        }
+      }
+      h.pods.push_back(std::move(p));
     }
   }
   if (fabric_ && fabric_->responder() != nullptr) {

@@ -42,6 +42,9 @@ class GrpcPeerLookup;
 class PeerChannels;
 struct PeerTls;
 }  // namespace rpc
+namespace workloads {
+class WorkloadWatcher;
+}  // namespace workloads
 namespace logs {
 class Tailer;
 class PodAnalysis;
@@ -99,6 +102,7 @@ class App final : public rpc::AgentHandler {
   void PublishFabricFindings();
   // Builds the fleet ping mesh when a discovery is configured (not started).
   absl::Status CreateMesh(const fabric::EndpointOptions& endpoint);
+  void CreateWorkloads();  // sets workloads_ when --workload-identity is on and a token exists
 
   const Config config_;
   const common::Clock& clock_;
@@ -120,6 +124,7 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<collective::Participant> collective_;
   std::unique_ptr<mesh::Mesh> mesh_;
   std::unique_ptr<mesh::MeshCollector> mesh_collector_;
+  std::unique_ptr<workloads::WorkloadWatcher> workloads_;  // Null when workload identity is off.
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };

@@ -259,6 +259,9 @@ const std::vector<Option>& Options() {
          c.max_log_files = static_cast<unsigned>(n);
          return absl::OkStatus();
        }},
+      {"max-communicators-per-pod", false,
+       "Most NCCL communicator info series exported per pod (more are only counted).",
+       Unsigned(&Config::max_communicators_per_pod, "max-communicators-per-pod", 0, 4096)},
       {"log-glob", false,
        "Comma-separated glob(3) patterns of further logs to analyze: NCCL_DEBUG_FILE outputs on "
        "a hostPath, docker json-file logs (*-json.log).",
@@ -297,6 +300,13 @@ const std::vector<Option>& Options() {
       {"mesh-k8s-ca-file", false,
        "CA bundle the Kubernetes API server's certificate must chain to.",
        String(&Config::mesh_k8s_ca_file)},
+      {"workload-identity", true,
+       "Learn each pod's workload (RayCluster, PyTorchJob, JobSet, ...) from the Kubernetes API "
+       "(list pods on this node; --mesh-k8s-api/-token-file/-ca-file) and export "
+       "it per pod for the job rules.",
+       Bool(&Config::workload_identity, "workload-identity")},
+      {"workload-interval-ms", false, "Time between listings of this node's pods.",
+       Millis(&Config::workload_interval, "workload-interval-ms", 1000, 3600000)},
       {"mesh-group", false, "This node's topology group (static and dns discovery).",
        String(&Config::mesh_group)},
       {"mesh-fanout", false, "Peers each agent pings (besides its topology group).",

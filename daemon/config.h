@@ -49,7 +49,8 @@ struct Config {
   std::chrono::seconds efa_evaluate_interval{15};
   std::chrono::seconds pod_grace_period{300};
   unsigned max_log_files = 4096;
-  std::vector<std::string> log_globs;  // NCCL_DEBUG_FILE outputs, docker json logs
+  unsigned max_communicators_per_pod = 32;  // logs::PodAnalysisOptions says why 32
+  std::vector<std::string> log_globs;       // NCCL_DEBUG_FILE outputs, docker json logs
   // Fleet ping mesh (probes/mesh); off unless a discovery is chosen.
   std::string mesh_discovery = "off";  // off | static | dns | kubernetes
   std::string mesh_peers;              // static: [node=]host[:port][/group],...
@@ -61,6 +62,10 @@ struct Config {
   std::string mesh_k8s_group_node_label;
   std::string mesh_k8s_token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
   std::string mesh_k8s_ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+  // Workload identity (daemon/workloads): this node's pods listed through the Kubernetes API
+  // (connection: the mesh-k8s-api, -token-file and -ca-file settings).
+  bool workload_identity = false;
+  std::chrono::milliseconds workload_interval{30000};
   std::string mesh_group;  // this node's topology group
   unsigned mesh_fanout = 8;
   unsigned mesh_max_group = 32;

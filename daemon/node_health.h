@@ -15,6 +15,7 @@ namespace efawatch::common {
 struct PodVerdict {
   std::string namespace_name, pod, container;
   nccl::Verdict nccl;
+  std::string workload_kind, workload;  // daemon/workloads; empty when unknown
 };
 
 /// What the agent knows about its node at one moment; an immutable value the gRPC edge renders.

@@ -19,6 +19,11 @@ SEL = 'cluster=~"$cluster"'
 NODE_SEL = 'cluster=~"$cluster", node=~"$node"'
 NS_SEL = 'cluster=~"$cluster", namespace=~"$namespace"'
 NODE_NS_SEL = 'cluster=~"$cluster", node=~"$node", namespace=~"$namespace"'
+# The job view's communicators, by workload (efawatch:nccl_communicator_workload:info: the pod's
+# workload from efawatch_pod_workload_info, else the communicator itself).
+JOB_SEL = 'cluster=~"$cluster", namespace=~"$namespace", workload=~"$workload"'
+COMMS = f"efawatch:nccl_communicator_workload:info{{{JOB_SEL}}}"
+COMMS_TCP = f'efawatch:nccl_communicator_workload:info{{{JOB_SEL}, net="tcp"}}'
 
 
 def variables(node_multi=True):
@@ -467,11 +472,81 @@ def node():
     return b.json(variables(node_multi=False))
 
 
+def job_variables():
+    out = variables()
+    q = 'label_values(efawatch:nccl_communicator_workload:info{cluster=~"$cluster", namespace=~"$namespace"}, workload)'
+    out.append(
+        {
+            "name": "workload",
+            "label": "workload",
+            "type": "query",
+            "datasource": DS,
+            "query": {"query": q, "refId": "workload"},
+            "definition": q,
+            "refresh": 2,
+            "sort": 1,
+            "multi": True,
+            "includeAll": True,
+            "allValue": ".*",
+            "current": {},
+        }
+    )
+    return out
+
+
 def job():
     b = Board(
         "efawatch-job",
         "efawatch / Job view",
-        "The pods of a namespace (a training job): NCCL transport, version and verdict per pod.",
+        "The pods of a namespace (a training job): NCCL transport, version and verdict per pod; "
+        "its communicators across nodes, by workload (RayCluster, PyTorchJob, JobSet, ...).",
+    )
+    b.row("Job across nodes")
+    b.panel(
+        "stat",
+        "Communicators spanning nodes",
+        f"count(count by (comm_id) ({COMMS} and on (cluster, comm_id) "
+        "efawatch:nccl_communicator_multinode:count)) or vector(0)",
+        w=6,
+        h=4,
+        description="Communicators of the workload seen on two or more nodes (joined by commId), "
+        "or whose log shows several nodes.",
+    )
+    b.panel(
+        "stat",
+        "Ranks on TCP between nodes",
+        f"count({COMMS_TCP} and on (cluster, comm_id) efawatch:nccl_communicator_multinode:count) "
+        "or vector(0)",
+        w=6,
+        h=4,
+        description="Pod series of communicators that span nodes whose ranks use TCP "
+        "(EfawatchNcclJobTcpFallback).",
+    )
+    b.panel(
+        "stat",
+        "Mixed-transport communicators",
+        f"count(count by (comm_id) ({COMMS} and on (cluster, comm_id) "
+        "(efawatch:nccl_communicator_nets:count >= 2))) or vector(0)",
+        w=6,
+        h=4,
+        description="Communicators on RDMA on some nodes and TCP on others "
+        "(EfawatchNcclMixedTransport).",
+    )
+    b.panel(
+        "stat",
+        "Nodes of the workload",
+        f"count(count by (node) ({COMMS})) or vector(0)",
+        w=6,
+        h=4,
+    )
+    b.panel(
+        "table",
+        "Communicators: node, pod and net",
+        f"max by (workload_kind, workload, comm_id, node, pod, net, transport, provider, nranks, "
+        f"nnodes) ({COMMS})",
+        w=24,
+        description="One row per pod and communicator (commId): the net its ranks use between "
+        "nodes (net: tcp or rdma).",
     )
     b.row("Pods")
     b.panel(
@@ -548,7 +623,7 @@ def job():
         unit="Bps",
         legend="{{node}}",
     )
-    return b.json(variables())
+    return b.json(job_variables())
 
 
 BOARDS = {"efawatch-fleet.json": fleet, "efawatch-node.json": node, "efawatch-job.json": job}

@@ -38,6 +38,34 @@ nccl::Verdict VerdictFromJson(const nlohmann::json& in) {
   return v;
 }
 
+nlohmann::json CommunicatorsToJson(const std::vector<CommunicatorSeries>& comms) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const CommunicatorSeries& c : comms) {
+    out.push_back({{"id", c.id},
+                   {"nranks", c.nranks},
+                   {"nnodes", c.nnodes},
+                   {"transport", c.transport},
+                   {"provider", c.provider}});
+  }
+  return out;
+}
+
+std::vector<CommunicatorSeries> CommunicatorsFromJson(const nlohmann::json& in) {
+  std::vector<CommunicatorSeries> out;
+  if (!in.is_array()) return out;
+  for (const nlohmann::json& e : in) {
+    CommunicatorSeries c;
+    c.id = Get<std::string>(e, "id");
+    if (c.id.empty()) continue;
+    c.nranks = Get<int>(e, "nranks");
+    c.nnodes = Get<int>(e, "nnodes");
+    c.transport = Get<std::string>(e, "transport");
+    c.provider = Get<std::string>(e, "provider");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 nlohmann::json FindingToJson(const common::Finding& f) {
   return {{"kind", f.kind},
           {"severity", static_cast<int>(f.severity)},

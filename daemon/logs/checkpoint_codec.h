@@ -1,7 +1,9 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <vector>
 
+#include "daemon/logs/pod_analysis.h"
 #include "lib/common/finding.h"
 #include "lib/nccl/verdict.h"
 
@@ -13,6 +15,10 @@ namespace efawatch::logs {
 /// Writes every field of `v` into `out` (an object), under the names ForEachField gives.
 void VerdictToJson(const nccl::Verdict& v, nlohmann::json& out);
 nccl::Verdict VerdictFromJson(const nlohmann::json& in);
+
+/// A container's communicator series: an array of objects, one per communicator.
+nlohmann::json CommunicatorsToJson(const std::vector<CommunicatorSeries>& comms);
+std::vector<CommunicatorSeries> CommunicatorsFromJson(const nlohmann::json& in);
 
 /// A finding as the checkpoint keeps it. first_seen/last_seen are not kept: the findings board
 /// sets them when the restored finding is published again.

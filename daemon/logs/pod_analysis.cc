@@ -1,6 +1,8 @@
 #include "daemon/logs/pod_analysis.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "daemon/logs/checkpoint_codec.h"
 #include "lib/nccl/record_scanner.h"
@@ -22,7 +24,104 @@ common::Labels PodLabels(const LogSource& s) {
   return {{"namespace", s.namespace_name}, {"pod", s.pod}, {"container", s.container}};
 }
 
+// The inter-node transport a net name stands for: "Socket" -> NET/Socket, "IB", "IBext_v8" ->
+// NET/IB, "AWS Libfabric", "Libfabric", "OFI" -> NET/OFI (the names docs/nccl-findings.md lists).
+std::string TransportOfNet(std::string_view net) {
+  if (net == "Socket") return "NET/Socket";
+  if (net.starts_with("IB")) return "NET/IB";
+  if (net.find("Libfabric") != std::string_view::npos || net.starts_with("OFI")) return "NET/OFI";
+  return "NET/" + std::string(net);
+}
+
+// The NET transport of a communicator's channel lines ("NET/IB/GDRDMA" -> NET/IB), or "" when
+// it printed none. TCP wins over anything else the same communicator shows.
+std::string ChannelTransport(const nccl::Communicator& c) {
+  std::string out;
+  for (const auto& [name, count] : c.transports) {
+    std::string_view t = name;
+    if (!t.starts_with("NET/")) continue;
+    t.remove_prefix(4);
+    const std::string transport = TransportOfNet(t.substr(0, t.find('/')));
+    if (out.empty() || transport == "NET/Socket") out = transport;
+  }
+  return out;
+}
+
+std::string ProcessTransport(const nccl::Process& p) {
+  if (p.network_family == "Socket") return "NET/Socket";
+  if (p.network_family == "IB") return "NET/IB";
+  if (p.network_family == "OFI") return "NET/OFI";
+  if (!p.network.empty()) return TransportOfNet(p.network);
+  return "unknown";
+}
+
+std::string ProcessProvider(const nccl::Process& p) {
+  if (!p.ofi_provider.empty()) return p.ofi_provider;
+  if (p.network_family.empty() || p.network_family == "OFI") return "unknown";
+  return "none";
+}
+
+// Worse (TCP) first: the series says what the pod's worst rank of the communicator uses.
+int TransportRank(const std::string& t) {
+  if (t == "NET/Socket") return 3;
+  if (t.starts_with("NET/")) return 2;
+  return 0;
+}
+
 }  // namespace
+
+std::vector<CommunicatorSeries> CommunicatorsOf(const nccl::Report& report, uint64_t evicted_comms,
+                                                uint64_t* seen) {
+  struct Entry {
+    CommunicatorSeries s;
+    bool net_channels = false;
+    size_t age = 0;  // 0: the newest communicator of one of its processes
+  };
+  std::vector<Entry> entries;
+  std::unordered_map<std::string_view, size_t> index;
+  uint64_t distinct = 0;
+  for (const nccl::Process& p : report.processes) {
+    const std::string process_transport = ProcessTransport(p);
+    const std::string provider = ProcessProvider(p);
+    const size_t n = p.communicators.size();
+    for (size_t i = 0; i < n; ++i) {
+      const nccl::Communicator& c = p.communicators[i];
+      if (!c.has_comm_id || c.id.empty() || c.aborted) continue;
+      const std::string channel = ChannelTransport(c);
+      const std::string transport = channel.empty() ? process_transport : channel;
+      auto [it, added] = index.try_emplace(c.id, entries.size());
+      if (added) {
+        ++distinct;
+        Entry e;
+        e.s.id = c.id;
+        e.s.transport = transport;
+        e.s.provider = provider;
+        e.age = n - 1 - i;
+        entries.push_back(std::move(e));
+        it = index.find(entries.back().s.id);  // the key now views the entry's own string
+      }
+      Entry& e = entries[it->second];
+      e.s.nranks = std::max(e.s.nranks, c.nranks);
+      e.s.nnodes = std::max(e.s.nnodes, c.nnodes);
+      e.net_channels = e.net_channels || !channel.empty();
+      e.age = std::min(e.age, n - 1 - i);
+      if (TransportRank(transport) > TransportRank(e.s.transport)) {
+        e.s.transport = transport;
+        e.s.provider = provider;
+      }
+    }
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    if (a.net_channels != b.net_channels) return a.net_channels;
+    if (a.age != b.age) return a.age < b.age;
+    return a.s.id < b.s.id;
+  });
+  if (seen != nullptr) *seen = distinct + evicted_comms;
+  std::vector<CommunicatorSeries> out;
+  out.reserve(entries.size());
+  for (Entry& e : entries) out.push_back(std::move(e.s));
+  return out;
+}
 
 PodAnalysis::PodAnalysis(const PodAnalysisOptions& options, const common::Clock& clock,
                          common::FindingsBoard* board, const TailerCounters* tailer)
@@ -40,6 +139,7 @@ PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
       for (auto i = containers_.begin(); i != containers_.end(); ++i) {
         if (i->second.last_write < oldest->second.last_write) oldest = i;
       }
+      comms_dropped_retired_ += oldest->second.comms_dropped_before + oldest->second.comms_dropped;
       containers_.erase(oldest);
       last_ = nullptr;
       ++evicted_;
@@ -53,6 +153,8 @@ PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
     if (c.analyzer != nullptr) {
       c.nccl_lines_before += c.analyzer->counters().nccl_lines;
       c.malformed_before += c.analyzer->counters().malformed_lines;
+      c.comms_dropped_before += c.comms_dropped;
+      c.comms_dropped = 0;
       c.has_restored = false;
     } else if (c.has_restored && c.source.path != source.path) {
       c.has_restored = false;
@@ -129,6 +231,7 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
     v.malformed_lines += c.analyzer->counters().malformed_lines;
     v.nccl = nccl::VerdictOf(r);
     for (const auto& p : r.processes) own_evidence = own_evidence || !p.communicators.empty();
+    c.comm_candidates = CommunicatorsOf(r, c.analyzer->counters().evicted_comms, &c.comms_seen);
     for (const auto& f : r.findings) {
       if (f.severity == nccl::Severity::kInfo) continue;
       common::Finding cf;
@@ -145,8 +248,36 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
   if (c.has_restored && !own_evidence) {
     nccl::FillFromEarlier(v.nccl, c.restored.nccl);
     findings->insert(findings->end(), c.restored_findings.begin(), c.restored_findings.end());
+    c.comm_candidates = c.restored.communicators;
+    c.comms_seen = c.comm_candidates.size();
   }
+  if (c.comm_candidates.size() > options_.max_communicators_per_pod) {
+    c.comm_candidates.resize(options_.max_communicators_per_pod);
+  }
+  v.communicators = c.verdict.communicators;  // ApportionCommunicators decides
   return v;
+}
+
+void PodAnalysis::ApportionCommunicators(const std::string& pod_prefix) {
+  size_t budget = options_.max_communicators_per_pod;
+  auto apportion = [&](Container& c) {
+    const size_t k = std::min(budget, c.comm_candidates.size());
+    budget -= k;
+    std::vector<CommunicatorSeries> mine(c.comm_candidates.begin(),
+                                         c.comm_candidates.begin() + static_cast<ptrdiff_t>(k));
+    std::sort(mine.begin(), mine.end(),
+              [](const CommunicatorSeries& a, const CommunicatorSeries& b) { return a.id < b.id; });
+    c.verdict.communicators = std::move(mine);
+    if (c.comms_seen > k) c.comms_dropped = std::max(c.comms_dropped, c.comms_seen - k);
+  };
+  if (!pod_prefix.ends_with('/')) {  // a log outside the CRI tree: its own pod
+    if (auto it = containers_.find(pod_prefix); it != containers_.end()) apportion(it->second);
+    return;
+  }
+  for (auto it = containers_.lower_bound(pod_prefix);
+       it != containers_.end() && it->first.starts_with(pod_prefix); ++it) {
+    apportion(it->second);
+  }
 }
 
 void PodAnalysis::OnPassComplete() {
@@ -157,12 +288,18 @@ void PodAnalysis::OnPassComplete() {
   // than reading the lines (bench/pod_logs.sh).
   std::vector<std::string> removed;
   std::vector<std::pair<const std::string*, const ContainerVerdict*>> changed;
+  std::vector<std::string> pods;  // pods whose communicator series may have changed
+  auto pod_prefix = [](const LogSource& s) {
+    return s.format == Format::kCri ? s.PodKey() + "/" : s.Key();
+  };
   bool findings_changed = false;
   for (auto it = containers_.begin(); it != containers_.end();) {
     Container& c = it->second;
     if (c.gone && now - c.gone_at >= options_.grace_period) {
       removed.push_back(it->first);
       findings_changed = true;
+      comms_dropped_retired_ += c.comms_dropped_before + c.comms_dropped;
+      if (!c.verdict.communicators.empty()) pods.push_back(pod_prefix(c.source));
       it = containers_.erase(it);
       continue;
     }
@@ -171,9 +308,11 @@ void PodAnalysis::OnPassComplete() {
       if (c.needs_eval) {
         // Reports are cheap (they grow with processes, not lines) but not free.
         c.findings.clear();
+        const size_t candidates = c.comm_candidates.size();
         c.verdict = Evaluate(c, &c.findings);
         c.needs_eval = false;
         findings_changed = true;
+        if (candidates != 0 || !c.comm_candidates.empty()) pods.push_back(pod_prefix(c.source));
       } else {
         // Only lines the analyzer never saw came: nothing but the line count moved.
         c.verdict.lines = c.lines;
@@ -183,9 +322,32 @@ void PodAnalysis::OnPassComplete() {
     }
     ++it;
   }
-  if (removed.empty() && changed.empty() && evicted_published_ == evicted_) return;
+  // A pod's containers share its communicator cap: re-share it where one of them changed.
+  std::sort(pods.begin(), pods.end());
+  pods.erase(std::unique(pods.begin(), pods.end()), pods.end());
+  for (const std::string& pod : pods) {
+    ApportionCommunicators(pod);
+    // A container may be listed twice: the second copy writes the same verdict.
+    auto publish = [&](auto it) { changed.emplace_back(&it->first, &it->second.verdict); };
+    if (!pod.ends_with('/')) {
+      if (auto it = containers_.find(pod); it != containers_.end()) publish(it);
+      continue;
+    }
+    for (auto it = containers_.lower_bound(pod);
+         it != containers_.end() && it->first.starts_with(pod); ++it) {
+      publish(it);
+    }
+  }
+  uint64_t comms_dropped = comms_dropped_retired_;
+  for (const auto& [key, c] : containers_)
+    comms_dropped += c.comms_dropped_before + c.comms_dropped;
+  if (removed.empty() && changed.empty() && evicted_published_ == evicted_ &&
+      comms_dropped_published_ == comms_dropped) {
+    return;
+  }
   {
     std::lock_guard lock(mu_);
+    comms_dropped_published_ = comms_dropped;
     for (const auto& key : removed) verdicts_.erase(key);
     for (const auto& [key, verdict] : changed) verdicts_[*key] = *verdict;
     // A container evicted by Get() leaves a verdict behind: drop the ones with no container.
@@ -223,7 +385,8 @@ std::string PodAnalysis::Checkpoint() const {
                         {"lines", x.lines},
                         {"nccl_lines", x.nccl_lines},
                         {"malformed_lines", x.malformed_lines},
-                        {"findings", findings}};
+                        {"findings", findings},
+                        {"communicator_series", CommunicatorsToJson(x.communicators)}};
     VerdictToJson(x.nccl, e);
     j.push_back(std::move(e));
   }
@@ -246,6 +409,8 @@ void PodAnalysis::Restore(std::string_view state) {
     c.malformed_before = e.value("malformed_lines", uint64_t{0});
     c.restored.source = c.source;
     c.restored.nccl = VerdictFromJson(e);
+    c.restored.communicators =
+        CommunicatorsFromJson(e.value("communicator_series", nlohmann::json()));
     for (const auto& f : e.value("findings", nlohmann::json::array())) {
       c.restored_findings.push_back(FindingFromJson(f));
     }
@@ -291,6 +456,15 @@ void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink) {
   sink.Add(metrics::M::kNcclCommunicators, l, static_cast<double>(n.communicators));
   sink.Add(metrics::M::kNcclWarningsTotal, l, static_cast<double>(n.warnings));
   sink.Add(metrics::M::kNcclErrorsTotal, l, static_cast<double>(n.errors));
+  for (const CommunicatorSeries& c : v.communicators) {
+    common::Labels cl = l;
+    cl.push_back({"comm_id", c.id});
+    cl.push_back({"nranks", c.nranks > 0 ? std::to_string(c.nranks) : "unknown"});
+    cl.push_back({"nnodes", c.nnodes > 0 ? std::to_string(c.nnodes) : "unknown"});
+    cl.push_back({"transport", c.transport});
+    cl.push_back({"provider", c.provider});
+    sink.Add(metrics::M::kNcclCommunicatorInfo, cl, 1);
+  }
 }
 
 absl::Status PodAnalysis::Collect(std::chrono::steady_clock::time_point /*deadline*/,
@@ -303,6 +477,8 @@ absl::Status PodAnalysis::Collect(std::chrono::steady_clock::time_point /*deadli
   for (const auto& [key, v] : verdicts_) malformed += v.malformed_lines;
   sink.Add(metrics::M::kLogsMalformedLinesTotal, {}, static_cast<double>(malformed));
   sink.Add(metrics::M::kLogsStateEvictedTotal, {}, static_cast<double>(evicted_published_));
+  sink.Add(metrics::M::kNcclCommunicatorsDroppedTotal, {},
+           static_cast<double>(comms_dropped_published_));
   if (tailer_ != nullptr) {
     sink.Add(metrics::M::kLogsFilesWatched, {}, static_cast<double>(tailer_->files_watched));
     sink.Add(metrics::M::kLogsReadBytesTotal, {}, static_cast<double>(tailer_->bytes_read));

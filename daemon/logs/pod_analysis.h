@@ -22,7 +22,32 @@ struct PodAnalysisOptions {
   std::chrono::seconds grace_period{300};
   /// Containers analyzed at once; beyond it the least recently written one is evicted.
   size_t max_containers = 1024;
+  /// efawatch_nccl_communicator_info series per pod (all its containers together); further
+  /// communicators are counted in efawatch_nccl_communicators_dropped_total. 32 covers a 3D-
+  /// parallel job on an 8-GPU pod (world, one tensor-parallel group, and a data- and a
+  /// pipeline-parallel group per rank: about 2 x 8 + 2 commIds) with room to spare, while a
+  /// fleet of 1,000 NCCL pods stays under 32,000 such series. Communicators that use a NET
+  /// transport (the ones that cross nodes) are kept first, then the newest.
+  size_t max_communicators_per_pod = 32;
   nccl::AnalyzerOptions analyzer;
+};
+
+/// One live NCCL communicator of a container, as the fleet's rules join it across nodes: NCCL
+/// prints the same commId on every rank of a communicator on every node (NCCL >= 2.16), so
+/// series of one commId from two agents prove that the communicator spans nodes even when no
+/// single log does. Communicators without a commId (older NCCL: only a per-process pointer) or
+/// aborted ones have none.
+struct CommunicatorSeries {
+  std::string id;  // NCCL's commId, "0x..."
+  int nranks = -1;
+  int nnodes = -1;  // NCCL's nNodes, or the count the container's log proves; -1 unknown
+  // The net the container's ranks of this communicator use between nodes: "NET/Socket",
+  // "NET/IB", "NET/OFI", "NET/<name>"; from the communicator's channel lines, else from the net
+  // its process selected ("Using network X"); "unknown" when neither was printed.
+  std::string transport;
+  std::string provider;  // the OFI provider ("efa", "tcp;ofi_rxm"), "none", or "unknown"
+
+  bool operator==(const CommunicatorSeries&) const = default;
 };
 
 /// One container's current run: where its log is, how much of it was read, and its NCCL verdict.
@@ -31,9 +56,21 @@ struct ContainerVerdict {
   nccl::Verdict nccl;
   uint64_t lines = 0, nccl_lines = 0, malformed_lines = 0;
   bool gone = false;
+  /// Live communicators with a commId, by id, at most the pod's share of
+  /// PodAnalysisOptions::max_communicators_per_pod.
+  std::vector<CommunicatorSeries> communicators;
 };
 
-/// The container's series: line counts always; the verdict's series once NCCL lines were seen.
+/// The container's live communicators with a commId in `report`, one per id (a pod's ranks of
+/// one communicator are one series), most telling first: those on a NET transport, then the
+/// newest. `seen` (optional) receives how many communicators with a commId the container had,
+/// including those the analyzer evicted to respect max_comms_per_process.
+std::vector<CommunicatorSeries> CommunicatorsOf(const nccl::Report& report,
+                                                uint64_t evicted_comms = 0,
+                                                uint64_t* seen = nullptr);
+
+/// The container's series: line counts always; the verdict's series once NCCL lines were seen,
+/// and one efawatch_nccl_communicator_info per exported communicator.
 /// The Prometheus mapping of the verdict record, in one place.
 void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink);
 
@@ -89,10 +126,19 @@ class PodAnalysis final : public LineSink, public common::Collector {
     bool gone = false;
     ContainerVerdict verdict;               // latest evaluation
     std::vector<common::Finding> findings;  // latest evaluation's findings
+    // The latest evaluation's communicators, most telling first, at most the pod's cap; the
+    // pod's share of them goes to verdict.communicators (ApportionCommunicators).
+    std::vector<CommunicatorSeries> comm_candidates;
+    uint64_t comms_seen = 0;            // communicators with a commId in this run (see above)
+    uint64_t comms_dropped = 0;         // of this run, never exported (only grows)
+    uint64_t comms_dropped_before = 0;  // by earlier runs of the container
   };
   Container& Get(const LogSource& source);
   void MarkWritten(Container& c);
   ContainerVerdict Evaluate(Container& c, std::vector<common::Finding>* findings) const;
+  // Shares the pod's communicator cap among the containers of the pod whose key starts at
+  // `pod_prefix` ("ns/pod/"), in key order, and counts what no container may export.
+  void ApportionCommunicators(const std::string& pod_prefix);
 
   const PodAnalysisOptions options_;
   const common::Clock& clock_;
@@ -100,6 +146,7 @@ class PodAnalysis final : public LineSink, public common::Collector {
   const TailerCounters* tailer_ = nullptr;
   std::map<std::string, Container> containers_;  // tailer thread only
   uint64_t evicted_ = 0;
+  uint64_t comms_dropped_retired_ = 0;      // by containers that are gone from containers_
   const LogSource* last_source_ = nullptr;  // OnLine's cache; see Get()
   const std::filesystem::path* last_path_ = nullptr;
   Container* last_ = nullptr;
@@ -107,6 +154,7 @@ class PodAnalysis final : public LineSink, public common::Collector {
   mutable std::mutex mu_;                             // guards the fields below
   std::map<std::string, ContainerVerdict> verdicts_;  // updated in place, entry by entry
   uint64_t evicted_published_ = 0;
+  uint64_t comms_dropped_published_ = 0;
 };
 
 }  // namespace efawatch::logs

@@ -46,6 +46,8 @@ void Fill(const common::NodeHealth& h, v1::NodeHealth* out) {
     pv->set_namespace_(p.namespace_name);
     pv->set_pod(p.pod);
     pv->set_container(p.container);
+    pv->set_workload_kind(p.workload_kind);
+    pv->set_workload(p.workload);
     ToProto(p.nccl, pv);
   }
 }

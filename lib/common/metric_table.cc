@@ -178,6 +178,19 @@ std::vector<MetricDef> BuildTable() {
        T::kGauge,
        "NCCL communicators seen in the container's current run.",
        {"namespace", "pod", "container"}},
+      {M::kNcclCommunicatorInfo.name(),
+       T::kGauge,
+       "Always 1; one series per live NCCL communicator of the container that printed a commId "
+       "(NCCL >= 2.16), which is the same on every rank on every node: the rules join these "
+       "series across nodes. nranks and nnodes as NCCL printed them (nnodes: or as the log "
+       "proves; else unknown); transport: the net between nodes (NET/Socket, NET/IB, NET/OFI); "
+       "provider: the OFI provider, none or unknown. At most --max-communicators-per-pod per pod.",
+       {"namespace", "pod", "container", "comm_id", "nranks", "nnodes", "transport", "provider"}},
+      {M::kNcclCommunicatorsDroppedTotal.name(),
+       T::kCounter,
+       "NCCL communicators seen in pods' logs but not exported as efawatch_nccl_communicator_info "
+       "because their pod already had --max-communicators-per-pod series.",
+       {}},
       {M::kNcclWarningsTotal.name(),
        T::kCounter,
        "NCCL WARN records in the container's logs.",
@@ -186,6 +199,13 @@ std::vector<MetricDef> BuildTable() {
        T::kCounter,
        "NCCL errors (failed calls, aborts, completion errors) in the container's logs.",
        {"namespace", "pod", "container"}},
+      {M::kPodWorkloadInfo.name(),
+       T::kGauge,
+       "Always 1; the workload a pod on this node belongs to, from the Kubernetes API "
+       "(--workload-identity): workload_kind RayCluster, RayJob, PyTorchJob, MPIJob, TrainJob, "
+       "JobSet, LeaderWorkerSet, Job, or the kind of the pod's top owner; for joins with the "
+       "per-pod series. Removed with the pod.",
+       {"namespace", "pod", "workload_kind", "workload"}},
       {M::kLogsLinesTotal.name(),
        T::kCounter,
        "Log lines read from the container.",

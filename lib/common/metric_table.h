@@ -62,8 +62,12 @@ struct M {
   static constexpr Metric kNcclInfo{"efawatch_nccl_info"};
   static constexpr Metric kNcclProcesses{"efawatch_nccl_processes"};
   static constexpr Metric kNcclCommunicators{"efawatch_nccl_communicators"};
+  static constexpr Metric kNcclCommunicatorInfo{"efawatch_nccl_communicator_info"};
+  static constexpr Metric kNcclCommunicatorsDroppedTotal{
+      "efawatch_nccl_communicators_dropped_total"};
   static constexpr Metric kNcclWarningsTotal{"efawatch_nccl_warnings_total"};
   static constexpr Metric kNcclErrorsTotal{"efawatch_nccl_errors_total"};
+  static constexpr Metric kPodWorkloadInfo{"efawatch_pod_workload_info"};
   static constexpr Metric kLogsLinesTotal{"efawatch_logs_lines_total"};
   static constexpr Metric kLogsNcclLinesTotal{"efawatch_logs_nccl_lines_total"};
   static constexpr Metric kLogsFilesWatched{"efawatch_logs_files_watched"};

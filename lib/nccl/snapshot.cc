@@ -843,6 +843,7 @@ std::string PluginState(const ProcState& p) {
 Communicator CommunicatorOf(const CommState& c, const Scope& s) {
   Communicator oc;
   oc.id = c.comm_id.empty() ? c.ptr : c.comm_id;
+  oc.has_comm_id = !c.comm_id.empty();
   oc.rank = c.rank;
   oc.nranks = c.nranks;
   oc.nnodes = c.nnodes;

@@ -43,6 +43,9 @@ struct Finding {
 
 struct Communicator {
   std::string id;  // commId (NCCL >= 2.16) when printed, else the comm pointer
+  // True when `id` is NCCL's commId, the same on every rank of the communicator on every node
+  // (what joins one job's logs across nodes); false when it is this process's comm pointer.
+  bool has_comm_id = false;
   int rank = -1;
   int nranks = -1;
   int nnodes = -1;  // NCCL >= 2.20 "nNodes"; -1 when not printed

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A local HTTPS server that answers pod and node list requests the way the Kubernetes API server
-does: bearer token checked, equality label selectors applied, results paged with limit/continue,
-errors as Status objects. Every request line is appended to --request-log for the test to read.
+does: bearer token checked, equality label selectors and the spec.nodeName field selector
+applied, pods listed per namespace or across all of them (/api/v1/pods), results paged with
+limit/continue, errors as Status objects. Every request line is appended to --request-log for the test to read.
 
 Usage: fake_apiserver.py --cert C --key K --token-file T --objects O.json --port-file P
                          --request-log L
@@ -23,6 +24,17 @@ def selector_matches(selector, labels):
             if labels.get(key.rstrip("=")) != value:
                 return False
         elif term not in labels:  # existence selector: "key"
+            return False
+    return True
+
+
+def field_matches(selector, obj):
+    """Equality field selectors on spec.nodeName and metadata.namespace/name, as pods have."""
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        key, _, value = term.partition("=")
+        key = key.rstrip("=")
+        section, _, field = key.partition(".")
+        if obj.get(section, {}).get(field, "") != value:
             return False
     return True
 
@@ -61,11 +73,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             items, kind = objects.get("nodes", []), "NodeList"
         elif len(parts) == 5 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods":
             items, kind = objects["namespaces"].get(parts[3], []), "PodList"
+        elif parts == ["api", "v1", "pods"]:
+            # Across namespaces; each pod's metadata.namespace is its key in the objects file.
+            items, kind = [], "PodList"
+            for ns, pods in sorted(objects["namespaces"].items()):
+                for pod in pods:
+                    pod = dict(pod, metadata=dict(pod.get("metadata", {}), namespace=ns))
+                    items.append(pod)
         else:
             return status(404, "NotFound", "the server could not find the requested resource")
         selector = query.get("labelSelector", [""])[0]
         items = [i for i in items
                  if selector_matches(selector, i.get("metadata", {}).get("labels", {}))]
+        fields = query.get("fieldSelector", [""])[0]
+        items = [i for i in items if field_matches(fields, i)]
         start = 0
         if "continue" in query:
             try:

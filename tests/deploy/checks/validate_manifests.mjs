@@ -83,9 +83,26 @@ function policyErrors(objs, overlay) {
     if (![...hostVolumes.values()].includes(p)) errs.push(`hostPath ${p} not mounted`);
   }
 
-  // RBAC: get/list/watch pods in the agent's namespace, nothing more.
-  if (byKind("ClusterRole").length || byKind("ClusterRoleBinding").length) {
-    errs.push("cluster-scoped RBAC");
+  // RBAC: get/list/watch pods in the agent's namespace; cluster-wide, list pods only (workload
+  // identity lists its node's pods), bound to the agent's service account; nothing more.
+  for (const role of byKind("ClusterRole")) {
+    const ok =
+      role.metadata.name === "efawatch-workload-identity" &&
+      role.rules.length === 1 &&
+      role.rules.every(
+        (r) =>
+          r.apiGroups.length === 1 && r.apiGroups[0] === "" &&
+          r.resources.length === 1 && r.resources[0] === "pods" &&
+          r.verbs.length === 1 && r.verbs[0] === "list",
+      );
+    if (!ok) errs.push(`ClusterRole ${role.metadata.name} grants more than list pods`);
+  }
+  for (const b of byKind("ClusterRoleBinding")) {
+    const ok =
+      b.roleRef.kind === "ClusterRole" && b.roleRef.name === "efawatch-workload-identity" &&
+      b.subjects.length === 1 && b.subjects[0].kind === "ServiceAccount" &&
+      b.subjects[0].name === "efawatch";
+    if (!ok) errs.push(`ClusterRoleBinding ${b.metadata.name} binds more than the agent's list pods`);
   }
   for (const role of byKind("Role")) {
     for (const rule of role.rules) {

@@ -53,6 +53,9 @@ NOT_YET_EXPORTED = set()
 EXPECTED_FIRING = {
     ("EfawatchNcclTcpFallback", (("pod", "fallback-0"),)),
     ("EfawatchNcclTcpFallback", (("pod", "loopback-0"),)),
+    # fallback-0's log proves two nodes; its communicator (NCCL 2.19 prints its commId) makes
+    # the job alert fire too, with the communicator standing for the job (no workload series).
+    ("EfawatchNcclJobTcpFallback", (("workload", "0x42aa42aa42aa42aa"),)),
     ("EfawatchNcclNetPluginMissing", (("pod", "fallback-0"),)),
     ("EfawatchNcclNetPluginMissing", (("pod", "loopback-0"),)),
     ("EfawatchNcclLoopbackMisuse", (("pod", "loopback-0"),)),
@@ -64,7 +67,7 @@ EXPECTED_FIRING = {
     # One pinger is not a majority: a lossy pair, not a suspect node.
     ("EfawatchFabricPingLoss", (("node", NODE), ("peer_node", DEAD_NODE))),
 }
-KEY_LABELS = ("pod", "device", "node", "peer_node")
+KEY_LABELS = ("pod", "device", "node", "peer_node", "workload")
 
 PODS = {
     # namespace, pod, fixture
@@ -260,6 +263,7 @@ def substitute(expr):
         expr.replace("$cluster", CLUSTER)
         .replace("$node", NODE)
         .replace("$namespace", "train")
+        .replace("$workload", ".*")
         .replace("$__rate_interval", "30s")
     )
 

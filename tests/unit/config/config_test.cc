@@ -57,6 +57,21 @@ TEST(ConfigTest, BooleanFlagsTakeNoValueOrAnExplicitOne) {
   EXPECT_FALSE(c->fabric_responder);
 }
 
+TEST(ConfigTest, FleetFlags) {
+  auto d = Parse({});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->workload_identity);
+  EXPECT_EQ(d->max_communicators_per_pod, 32u);
+  auto c = Parse({"--workload-identity", "--workload-interval-ms=5000"},
+                 {{"EFAWATCH_MAX_COMMUNICATORS_PER_POD", "8"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->workload_identity);
+  EXPECT_EQ(c->workload_interval, std::chrono::milliseconds(5000));
+  EXPECT_EQ(c->max_communicators_per_pod, 8u);
+  EXPECT_FALSE(Parse({"--max-communicators-per-pod=5000"}).ok());
+  EXPECT_FALSE(Parse({"--workload-interval-ms=10"}).ok());
+}
+
 struct BadCase {
   std::vector<std::string> args;
   std::map<std::string, std::string> env;

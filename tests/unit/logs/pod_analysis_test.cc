@@ -4,13 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "daemon/logs/checkpoint_codec.h"
 #include "lib/common/findings_board.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/subprocess.h"
+#include "tests/unit/records/field_count.h"
 
 namespace efawatch::logs {
 namespace {
@@ -160,6 +164,188 @@ TEST(PodAnalysisTest, GoneContainerComesBackWhenWrittenAgain) {
   f.clock.Advance(301s);
   f.pods.OnPassComplete();
   EXPECT_TRUE(f.pods.Verdicts().empty()) << "removed after the grace period";
+}
+
+// Records the samples of one collection, by metric name.
+class RecordingSink final : public common::MetricSink {
+ public:
+  void Add(metrics::Metric metric, const common::Labels& labels, double value) override {
+    samples[std::string(metric.name())].push_back({labels, value});
+  }
+  void AddHistogram(metrics::Metric, const common::Labels&,
+                    const common::HistogramSample&) override {}
+  std::map<std::string, std::vector<std::pair<common::Labels, double>>> samples;
+};
+
+RecordingSink Scrape(PodAnalysis& pods) {
+  RecordingSink sink;
+  EXPECT_TRUE(pods.Collect(std::chrono::steady_clock::now() + 1s, sink).ok());
+  return sink;
+}
+
+std::string Label(const common::Labels& labels, const std::string& name) {
+  for (const auto& [k, v] : labels) {
+    if (k == name) return v;
+  }
+  return "<absent>";
+}
+
+// `count` communicators of one process of host `host`, commIds numbered from `first`, each with
+// a NET channel line when `net` is set; after a "Using network" line.
+std::string CommBlock(const std::string& host, int pid, int first, int count, bool net,
+                      const std::string& network = "Socket") {
+  const std::string who = host + ":" + std::to_string(pid) + ":" + std::to_string(pid + 1);
+  std::string block = Cri(who + " [0] NCCL INFO Using network " + network) + "\n";
+  char line[512];
+  for (int i = first; i < first + count; ++i) {
+    std::snprintf(line, sizeof line,
+                  "%s [0] NCCL INFO comm 0x55ee%08x rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId "
+                  "1000 commId 0x%016x - Init START",
+                  who.c_str(), i, i);
+    block += Cri(line) + "\n";
+    if (net) {
+      block += Cri(who + " [0] NCCL INFO Channel 00/0 : 15[0] -> 0[0] [receive] via NET/" +
+                   network + "/0") +
+               "\n";
+    }
+  }
+  return block;
+}
+
+uint64_t Lines(const std::string& block) {
+  return static_cast<uint64_t>(std::count(block.begin(), block.end(), '\n'));
+}
+
+TEST(PodAnalysisTest, CommunicatorFloodStaysUnderThePodCap) {
+  const LogSource src = Source();
+  Fed f;
+  // 10,000 communicators of one process, fed in blocks as the tailer would.
+  uint64_t line = 1;
+  for (int first = 0; first < 10000; first += 500) {
+    const std::string block = CommBlock("gpu-a", 300, first, 500, /*net=*/false);
+    f.pods.OnLines(src, line, Lines(block), block);
+    line += Lines(block);
+    f.pods.OnPassComplete();
+  }
+  const auto v = f.pods.Verdicts();
+  ASSERT_EQ(v.size(), 1u);
+  const size_t cap = PodAnalysisOptions{}.max_communicators_per_pod;
+  EXPECT_EQ(v[0].communicators.size(), cap);
+  // The analyzer holds at most max_comms_per_process of them: memory stays bounded.
+  EXPECT_LE(v[0].nccl.communicators, nccl::AnalyzerOptions{}.max_comms_per_process);
+  // The newest ones are kept.
+  EXPECT_EQ(v[0].communicators.back().id, "0x000000000000270f");
+  const auto sink = Scrape(f.pods);
+  ASSERT_EQ(sink.samples.at("efawatch_nccl_communicator_info").size(), cap);
+  const auto& s = sink.samples.at("efawatch_nccl_communicator_info")[0];
+  EXPECT_EQ(Label(s.first, "pod"), "w-0");
+  EXPECT_EQ(Label(s.first, "nranks"), "16");
+  EXPECT_EQ(Label(s.first, "nnodes"), "unknown");
+  EXPECT_EQ(Label(s.first, "transport"), "NET/Socket");
+  EXPECT_EQ(Label(s.first, "provider"), "none");
+  const auto& dropped = sink.samples.at("efawatch_nccl_communicators_dropped_total");
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0].second, 10000.0 - static_cast<double>(cap));
+}
+
+TEST(PodAnalysisTest, PodContainersShareTheCapAndNetCommunicatorsComeFirst) {
+  PodAnalysisOptions o;
+  o.max_communicators_per_pod = 8;
+  common::FakeClock clock;
+  common::FindingsBoard board{clock};
+  PodAnalysis pods{o, clock, &board, nullptr};
+  LogSource a = Source();
+  LogSource b = Source();
+  b.container = "sidecar";
+  b.path = "/var/log/pods/train_w-0_uid/sidecar/0.log";
+  // Container a: 6 communicators over NET after 10 without channel lines; b: 10 more; 26 in
+  // all, 8 exported.
+  const std::string plain = CommBlock("gpu-a", 300, 0, 10, false);
+  const std::string net = CommBlock("gpu-a", 300, 100, 6, true);
+  pods.OnLines(a, 1, Lines(plain), plain);
+  pods.OnLines(a, 1 + Lines(plain), Lines(net), net);
+  const std::string other = CommBlock("gpu-a", 500, 200, 10, false);
+  pods.OnLines(b, 1, Lines(other), other);
+  pods.OnPassComplete();
+  size_t total = 0, over_net = 0;
+  for (const auto& v : pods.Verdicts()) {
+    total += v.communicators.size();
+    for (const auto& c : v.communicators) over_net += c.transport == "NET/Socket" ? 1 : 0;
+  }
+  EXPECT_EQ(total, 8u);
+  const auto sink = Scrape(pods);
+  EXPECT_EQ(sink.samples.at("efawatch_nccl_communicator_info").size(), 8u);
+  EXPECT_EQ(sink.samples.at("efawatch_nccl_communicators_dropped_total")[0].second, 26.0 - 8.0);
+  // Container a's NET communicators are all among the 8 (and a comes first in the pod).
+  const auto v = pods.Verdicts();
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].source.container, "main");
+  EXPECT_EQ(v[0].communicators.size(), 8u);
+  EXPECT_EQ(v[1].communicators.size(), 0u);
+  EXPECT_EQ(over_net, 8u);
+  // The pod goes: its series go with it; the count of dropped ones stays.
+  pods.OnSourceGone(a);
+  pods.OnSourceGone(b);
+  pods.OnPassComplete();
+  clock.Advance(301s);
+  pods.OnPassComplete();
+  const auto after = Scrape(pods);
+  EXPECT_FALSE(after.samples.contains("efawatch_nccl_communicator_info"));
+  EXPECT_EQ(after.samples.at("efawatch_nccl_communicators_dropped_total")[0].second, 18.0);
+}
+
+TEST(PodAnalysisTest, CommunicatorSeriesJoinRanksAndSkipPointersAndAborts) {
+  const LogSource src = Source();
+  Fed f;
+  std::string block;
+  // Two ranks of one communicator (one series), an aborted one, one without a commId (NCCL
+  // 2.15: only the comm pointer), one over aws-ofi-nccl on efa.
+  for (const char* l : {
+           "gpu-a:300:301 [0] NCCL INFO Using network Socket",
+           "gpu-a:302:303 [1] NCCL INFO Using network Socket",
+           "gpu-a:300:301 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 10 "
+           "commId 0xaa - Init COMPLETE",
+           "gpu-a:302:303 [1] NCCL INFO comm 0x2 rank 1 nranks 4 cudaDev 1 nvmlDev 1 busId 20 "
+           "commId 0xaa - Init COMPLETE",
+           "gpu-a:302:303 [1] NCCL INFO Channel 00/0 : 3[0] -> 1[1] [receive] via NET/Socket/0",
+           "gpu-a:300:301 [0] NCCL INFO comm 0x3 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 10 "
+           "commId 0xbb - Init COMPLETE",
+           "gpu-a:300:301 [0] NCCL INFO comm 0x3 rank 0 nranks 4 cudaDev 0 busId 10 - Abort "
+           "COMPLETE",
+           "gpu-a:300:301 [0] NCCL INFO comm 0x4 rank 0 nranks 4 cudaDev 0 busId 10 - Init "
+           "COMPLETE",
+           "gpu-a:304:305 [2] NCCL INFO NET/OFI Selected provider is efa, fabric is efa (found 4 "
+           "nics)",
+           "gpu-a:304:305 [2] NCCL INFO Using network AWS Libfabric",
+           "gpu-a:304:305 [2] NCCL INFO comm 0x5 rank 2 nranks 4 cudaDev 2 nvmlDev 2 busId 30 "
+           "commId 0xcc - Init COMPLETE",
+       }) {
+    block += Cri(l) + "\n";
+  }
+  f.pods.OnLines(src, 1, Lines(block), block);
+  f.pods.OnPassComplete();
+  const auto v = f.pods.Verdicts();
+  ASSERT_EQ(v.size(), 1u);
+  ASSERT_EQ(v[0].communicators.size(), 2u);
+  EXPECT_EQ(v[0].communicators[0].id, "0xaa");
+  EXPECT_EQ(v[0].communicators[0].nranks, 4);
+  EXPECT_EQ(v[0].communicators[0].transport, "NET/Socket");
+  EXPECT_EQ(v[0].communicators[0].provider, "none");
+  EXPECT_EQ(v[0].communicators[1].id, "0xcc");
+  EXPECT_EQ(v[0].communicators[1].transport, "NET/OFI");
+  EXPECT_EQ(v[0].communicators[1].provider, "efa");
+  // The checkpoint keeps them: a restarted agent exports them again before reading new lines.
+  const std::string saved = f.pods.Checkpoint();
+  Fed g;
+  g.pods.Restore(saved);
+  g.pods.OnPassComplete();
+  const auto r = g.pods.Verdicts();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].communicators, v[0].communicators);
+  EXPECT_EQ(CommunicatorsFromJson(CommunicatorsToJson(v[0].communicators)), v[0].communicators);
+  // Its edges: WriteVerdictMetrics (a label each but id) and the checkpoint codec.
+  EXPECT_EQ(testing::FieldCount<CommunicatorSeries>(), 5u)
+      << "a field added to CommunicatorSeries must reach the metric labels and the checkpoint";
 }
 
 }  // namespace

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""End to end, across nodes: two real efawatchd agents on loopback, each tailing its node's half
+of two two-node jobs (tests/fixtures/nccl-fleet), a real Prometheus with the shipped rules, and
+the fake Kubernetes API server (tests/component/mesh/fake_apiserver.py) that tells each agent
+which workload its pods belong to.
+
+  llm (a PyTorchJob): rank 1 on node a, rank 9 on node b, one commId, NCCL's Socket transport.
+      Each half alone proves nothing about the node count (the agents say nodes="unknown");
+      the rules join the two communicator series: EfawatchNcclJobTcpFallback fires once, for
+      the workload, naming both pods and both nodes, and both suspected fallbacks are promoted
+      to EfawatchNcclTcpFallback.
+  mix (a RayCluster): node a on aws-ofi-nccl/efa, node b on Socket (no EFA there), one commId:
+      EfawatchNcclMixedTransport fires naming each node's net, and the job alert names node b.
+
+No EfawatchNcclTcpFallbackSuspected may be left firing. `efawatch status` shows the workloads.
+The rules are the shipped ones with every `for:` cut to 2 s (as tests/e2e/prometheus does).
+"""
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "prometheus"))
+import e2e_test as e2e  # noqa: E402  (the shared helpers: agents, Prometheus, waits)
+
+SOURCE, BINARY = e2e.SOURCE, e2e.BINARY
+CLUSTER = "e2e"
+NODE_A, NODE_B = "fleet-node-a", "fleet-node-b"
+FIXTURES = SOURCE / "tests/fixtures/nccl-fleet"
+# node -> {pod: fixture}
+PODS = {
+    NODE_A: {"llm-worker-1": "socket-job-node-a-2.19.log", "mix-worker-1": "mixed-job-node-a-efa-2.19.log"},
+    NODE_B: {"llm-worker-9": "socket-job-node-b-2.19.log", "mix-worker-9": "mixed-job-node-b-socket-2.19.log"},
+}
+WORKLOAD = {"llm": ("PyTorchJob", "llm"), "mix": ("RayCluster", "mix")}
+
+
+def api_pod(name, node):
+    if name.startswith("llm"):
+        labels = {"training.kubeflow.org/job-name": "llm",
+                  "training.kubeflow.org/replica-type": "worker"}
+        owners = [{"kind": "PyTorchJob", "name": "llm", "controller": True}]
+    else:
+        labels = {"ray.io/cluster": "mix", "ray.io/node-type": "worker"}
+        owners = [{"kind": "RayCluster", "name": "mix", "controller": True}]
+    return {"metadata": {"name": name, "labels": labels, "ownerReferences": owners},
+            "spec": {"nodeName": node}, "status": {"phase": "Running"}}
+
+
+def start_apiserver(tmp):
+    """The fake API server over HTTPS with a self-signed certificate for 127.0.0.1."""
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(tmp / "api.key"), "-out", str(tmp / "api.pem"), "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:TRUE"],
+        check=True, capture_output=True)
+    (tmp / "token").write_text("fleet-token\n")
+    pods = [api_pod(p, node) for node, ps in PODS.items() for p in ps]
+    (tmp / "objects.json").write_text(json.dumps({"namespaces": {"train": pods}}))
+    proc = subprocess.Popen(
+        [sys.executable, str(SOURCE / "tests/component/mesh/fake_apiserver.py"),
+         "--cert", str(tmp / "api.pem"), "--key", str(tmp / "api.key"),
+         "--token-file", str(tmp / "token"), "--objects", str(tmp / "objects.json"),
+         "--port-file", str(tmp / "api.port"), "--request-log", str(tmp / "api.requests")],
+        stdout=subprocess.DEVNULL, stderr=open(tmp / "api.log", "w"))
+    port = e2e.wait_for("the fake API server", lambda: (tmp / "api.port").exists()
+                        and (tmp / "api.port").read_text().strip(), time.monotonic() + 30, 0.1)
+    return proc, f"https://127.0.0.1:{port}"
+
+
+def write_pod_logs(root, node):
+    for pod, fixture in PODS[node].items():
+        d = root / f"train_{pod}_uid-{pod}" / "main"
+        d.mkdir(parents=True)
+        (d / "0.log").write_text(e2e.cri((FIXTURES / fixture).read_text().splitlines()))
+
+
+def write_prometheus_config(path, rules, ports):
+    targets = "\n".join(
+        f'      - targets: ["127.0.0.1:{port}"]\n        labels: {{node: {node}, cluster: {CLUSTER}}}'
+        for node, port in ports.items())
+    path.write_text(f"""global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - {rules}
+scrape_configs:
+  - job_name: efawatch
+    honor_labels: true
+    static_configs:
+{targets}
+""")
+
+
+def alerts(prom, state="firing"):
+    return [a for a in prom.get("/api/v1/alerts")["alerts"] if a["state"] == state]
+
+
+def find(prom, name, **labels):
+    return [a for a in alerts(prom) if a["labels"]["alertname"] == name
+            and all(a["labels"].get(k) == v for k, v in labels.items())]
+
+
+def main():
+    for tool in ("prometheus", "openssl"):
+        if not shutil.which(tool):
+            raise SystemExit(f"{tool} not found (scripts/setup.sh installs it)")
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="efawatch-fleet-"))
+    procs = []
+    ok = False
+    try:
+        api_proc, api_url = start_apiserver(tmp)
+        procs.append(api_proc)
+        g6 = SOURCE / "tests/fixtures/sysfs/g6.12xlarge"
+        ports, grpc = {}, {}
+        for node in (NODE_A, NODE_B):
+            pods = tmp / f"pods-{node}"
+            write_pod_logs(pods, node)
+            proc, (metrics_port, grpc_port) = e2e.start_agent(tmp, node, [
+                f"--node-name={node}", f"--sysfs-root={g6 / 'sys'}", f"--procfs-root={g6 / 'proc'}",
+                f"--pod-log-root={pods}", "--workload-identity=true", f"--mesh-k8s-api={api_url}",
+                f"--mesh-k8s-token-file={tmp / 'token'}", f"--mesh-k8s-ca-file={tmp / 'api.pem'}",
+                "--workload-interval-ms=1000"])
+            procs.append(proc)
+            ports[node], grpc[node] = metrics_port, grpc_port
+        e2e.log(f"agents: {ports}")
+        rules = tmp / "rules.yml"
+        e2e.write_rules(rules)
+        config = tmp / "prometheus.yml"
+        write_prometheus_config(config, rules, ports)
+        prom_proc, prom = e2e.start_prometheus(tmp, config)
+        procs.append(prom_proc)
+        deadline = time.monotonic() + e2e.DEADLINE_S
+
+        # Each half alone: the agent's own verdict does not prove several nodes.
+        for pod in ("llm-worker-1", "llm-worker-9", "mix-worker-9"):
+            got = e2e.wait_for(f"{pod}'s verdict", lambda pod=pod: prom.query(
+                f'efawatch_nccl_info{{pod="{pod}"}}'), deadline)
+            assert got[0]["metric"]["nodes"] == "unknown", f"{pod}: {got[0]['metric']}"
+        # Each agent learnt its own pods' workloads.
+        e2e.wait_for("the workload series", lambda: len(prom.query(
+            'efawatch_pod_workload_info{namespace="train"}')) == 4, deadline)
+        for r in prom.query('efawatch_pod_workload_info{namespace="train"}'):
+            m = r["metric"]
+            want = WORKLOAD[m["pod"].split("-")[0]]
+            assert (m["workload_kind"], m["workload"]) == want, m
+            assert m["pod"] in PODS[m["node"]], f"{m['pod']} exported by the agent of {m['node']}"
+
+        def job_alerts_fire():
+            return (find(prom, "EfawatchNcclJobTcpFallback", workload="llm")
+                    and find(prom, "EfawatchNcclJobTcpFallback", workload="mix")
+                    and find(prom, "EfawatchNcclMixedTransport", workload="mix")
+                    and len(find(prom, "EfawatchNcclTcpFallback")) == 3)
+        try:
+            e2e.wait_for("the job alerts", job_alerts_fire, deadline)
+        except AssertionError:
+            raise AssertionError("job alerts not firing in time; firing: " + json.dumps(
+                [a["labels"] for a in alerts(prom)], indent=1)) from None
+        # Several more evaluations: whatever was only pending or transient is settled.
+        time.sleep(4)
+
+        [llm] = find(prom, "EfawatchNcclJobTcpFallback", workload="llm")
+        assert llm["labels"]["workload_kind"] == "PyTorchJob", llm["labels"]
+        desc = llm["annotations"]["description"]
+        assert f"llm-worker-1 on {NODE_A}, llm-worker-9 on {NODE_B}" in desc, desc
+        [mix_job] = find(prom, "EfawatchNcclJobTcpFallback", workload="mix")
+        assert f"Ranks on TCP: mix-worker-9 on {NODE_B}." in mix_job["annotations"]["description"]
+        [mixed] = find(prom, "EfawatchNcclMixedTransport", workload="mix")
+        assert mixed["labels"]["workload_kind"] == "RayCluster", mixed["labels"]
+        assert f"{NODE_A} on rdma, {NODE_B} on tcp" in mixed["annotations"]["description"], mixed
+        promoted = sorted(a["labels"]["pod"] for a in find(prom, "EfawatchNcclTcpFallback"))
+        assert promoted == ["llm-worker-1", "llm-worker-9", "mix-worker-9"], promoted
+        suspected = find(prom, "EfawatchNcclTcpFallbackSuspected")
+        assert not suspected, f"suspected fallbacks left: {[a['labels'] for a in suspected]}"
+        assert len(find(prom, "EfawatchNcclJobTcpFallback")) == 2, "one job alert per workload"
+
+        # `efawatch status` on node a names each pod's workload.
+        status = subprocess.run(
+            [str(BINARY / "bin/efawatch"), "status", "--agent", f"127.0.0.1:{grpc[NODE_A]}"],
+            capture_output=True, text=True, timeout=30)
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert "PyTorchJob llm" in status.stdout and "RayCluster mix" in status.stdout, status.stdout
+        requests = (tmp / "api.requests").read_text()
+        assert f"fieldSelector=spec.nodeName%3D{NODE_A}" in requests, requests
+        e2e.log("job alerts: " + "; ".join(
+            f"{a['labels']['alertname']} {a['labels']['workload_kind']}/{a['labels']['workload']}"
+            for a in alerts(prom) if "workload" in a["labels"]))
+        ok = True
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        if ok or not os.environ.get("EFAWATCH_E2E_KEEP"):
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            e2e.log(f"kept {tmp} for inspection")
+    print("1 passed, 0 failed")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as e:
+        print(f"FAILED: {e}", flush=True)
+        print("0 passed, 1 failed")
+        sys.exit(1)
