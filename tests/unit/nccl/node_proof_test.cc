@@ -184,6 +184,7 @@ const std::vector<Case>& Cases() {
         "a:1:1 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.2<0>",
         "a:1:2 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.2<0> [1]eth1:10.5.0.3<0>",
         "a:2:1 [1] NCCL INFO Bootstrap : Using docker0:172.17.0.2<0>",
+        // One line, split to fit. NOLINTNEXTLINE(bugprone-suspicious-missing-comma)
         "a:1:3 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.5.0.3<1> "
         "failed : Connection refused"},
        "unknown",
