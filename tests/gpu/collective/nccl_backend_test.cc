@@ -19,7 +19,7 @@ TEST_P(NcclBackendTest, RunsChecksAndAnalyzesItsOwnLog) {
   ASSERT_TRUE(NcclBackendBuilt()) << "this test is only built with CUDA and NCCL";
   testing::TempDir dir;
   Participant p("gpu-node", CollectiveLimits{}, nullptr,
-                NcclBackendFactory({.log_dir = dir.path()}));
+                NcclBackendFactory({.log_dir = dir.path()}), common::SystemClock::Get());
   JoinRequest j;
   j.session = "gpu-test";
   j.rank = 0;
