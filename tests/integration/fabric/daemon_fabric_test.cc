@@ -36,6 +36,18 @@ grpc::Status Bandwidth(const Agent& a, const v1::BandwidthRequest& req,
   return a.Stub()->Bandwidth(&ctx, req, resp);
 }
 
+// True once the agent's fabric responder has answered a ping, as its /metrics says.
+bool ResponderAnsweredPings(Agent& agent, std::chrono::seconds timeout) {
+  const std::regex answered(R"(efawatch_fabric_responder_messages_total\{kind="ping"\} [1-9])");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto [code, body] = testing::HttpGet(agent.metrics_port(), "/metrics");
+    if (code == 200 && std::regex_search(body, answered)) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
 class DaemonFabricTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -183,14 +195,18 @@ TEST_F(DaemonFabricTest, UnreachablePeerAgentIsUnavailable) {
 }
 
 TEST_F(DaemonFabricTest, KilledPeerGivesTimeoutWithinDeadlineAndAgentKeepsServing) {
+  // 200,000 round trips take seconds on any machine; the peer is killed as soon as its responder
+  // has answered the first ones, so the probe is always in flight when it dies (a fixed sleep
+  // let a fast machine finish the pings first).
   v1::PingRequest req;
   req.set_peer_agent(b_->grpc_address());
   req.set_count(100000);
+  req.set_warmup(100000);
   req.set_message_timeout_ms(200);
   req.set_deadline_ms(4000);
   v1::PingResponse resp;
   auto pending = std::async(std::launch::async, [&] { return Ping(*a_, req, &resp); });
-  std::this_thread::sleep_for(1500ms);
+  ASSERT_TRUE(ResponderAnsweredPings(*b_, 5s)) << "the ping never reached the peer";
   b_->proc().Signal(SIGKILL);
   const auto t0 = std::chrono::steady_clock::now();
   grpc::Status st = pending.get();
