@@ -287,7 +287,7 @@ void PodAnalysis::OnPassComplete() {
   // comes several times a second, and rebuilding every verdict and finding each time cost more
   // than reading the lines (bench/pod_logs.sh).
   std::vector<std::string> removed;
-  std::vector<std::pair<const std::string*, const ContainerVerdict*>> changed;
+  Changed changed;
   std::vector<std::string> pods;  // pods whose communicator series may have changed
   auto pod_prefix = [](const LogSource& s) {
     return s.format == Format::kCri ? s.PodKey() + "/" : s.Key();
@@ -322,13 +322,19 @@ void PodAnalysis::OnPassComplete() {
     }
     ++it;
   }
-  // A pod's containers share its communicator cap: re-share it where one of them changed.
+  ReapportionPods(std::move(pods), &changed);
+  Publish(removed, changed, findings_changed);
+}
+
+// A pod's containers share its communicator cap: re-share it where one of them changed, and
+// publish every container of those pods again.
+void PodAnalysis::ReapportionPods(std::vector<std::string> pods, Changed* changed) {
   std::sort(pods.begin(), pods.end());
   pods.erase(std::unique(pods.begin(), pods.end()), pods.end());
   for (const std::string& pod : pods) {
     ApportionCommunicators(pod);
     // A container may be listed twice: the second copy writes the same verdict.
-    auto publish = [&](auto it) { changed.emplace_back(&it->first, &it->second.verdict); };
+    auto publish = [&](auto it) { changed->emplace_back(&it->first, &it->second.verdict); };
     if (!pod.ends_with('/')) {
       if (auto it = containers_.find(pod); it != containers_.end()) publish(it);
       continue;
@@ -338,6 +344,11 @@ void PodAnalysis::OnPassComplete() {
       publish(it);
     }
   }
+}
+
+// Hands what this pass changed to the scrape side (under mu_), then the findings to the board.
+void PodAnalysis::Publish(const std::vector<std::string>& removed, const Changed& changed,
+                          bool findings_changed) {
   uint64_t comms_dropped = comms_dropped_retired_;
   for (const auto& [key, c] : containers_)
     comms_dropped += c.comms_dropped_before + c.comms_dropped;

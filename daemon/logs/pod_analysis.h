@@ -139,6 +139,11 @@ class PodAnalysis final : public LineSink, public common::Collector {
   // Shares the pod's communicator cap among the containers of the pod whose key starts at
   // `pod_prefix` ("ns/pod/"), in key order, and counts what no container may export.
   void ApportionCommunicators(const std::string& pod_prefix);
+  // Verdicts a pass changed, by container key (both point into containers_).
+  using Changed = std::vector<std::pair<const std::string*, const ContainerVerdict*>>;
+  void ReapportionPods(std::vector<std::string> pods, Changed* changed);
+  void Publish(const std::vector<std::string>& removed, const Changed& changed,
+               bool findings_changed);
 
   const PodAnalysisOptions options_;
   const common::Clock& clock_;

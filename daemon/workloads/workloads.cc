@@ -84,7 +84,7 @@ WorkloadWatcher::WorkloadWatcher(WorkloadWatcherOptions options)
 WorkloadWatcher::~WorkloadWatcher() { Stop(); }
 
 void WorkloadWatcher::Start() {
-  thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
+  thread_ = std::jthread([this](const std::stop_token& stop) { Run(stop); });
 }
 
 void WorkloadWatcher::Stop() {

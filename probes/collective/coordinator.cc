@@ -282,6 +282,7 @@ absl::StatusOr<std::vector<RankResult>> CollectiveRun::Start(const StartPlan& pl
                      " failed: ", results[culprit].status().message(), others));
   }
   std::vector<RankResult> out;
+  out.reserve(results.size());
   for (auto& res : results) out.push_back(*std::move(res));
   return out;
 }

@@ -1,5 +1,7 @@
 #include "proto/codec/collective.h"
 
+#include <utility>
+
 namespace efawatch::codec {
 namespace {
 
@@ -68,58 +70,40 @@ collective::Row FromProto(const v1::CollectiveRow& in) {
 
 }  // namespace
 
+// One row per value: both directions read the same table.
+constexpr std::pair<Op, v1::CollectiveOp> kOps[] = {{Op::kAllReduce, v1::ALL_REDUCE},
+                                                    {Op::kAllGather, v1::ALL_GATHER},
+                                                    {Op::kReduceScatter, v1::REDUCE_SCATTER},
+                                                    {Op::kBroadcast, v1::BROADCAST}};
+constexpr std::pair<Backend, v1::CollectiveBackend> kBackends[] = {{Backend::kHost, v1::HOST},
+                                                                   {Backend::kNccl, v1::NCCL}};
+
 v1::CollectiveOp ToProto(Op op) {
-  switch (op) {
-    case Op::kAllReduce:
-      return v1::ALL_REDUCE;
-    case Op::kAllGather:
-      return v1::ALL_GATHER;
-    case Op::kReduceScatter:
-      return v1::REDUCE_SCATTER;
-    case Op::kBroadcast:
-      return v1::BROADCAST;
-    case Op::kUnspecified:
-      break;
+  for (const auto& [ours, theirs] : kOps) {
+    if (ours == op) return theirs;
   }
   return v1::COLLECTIVE_OP_UNSPECIFIED;
 }
 
 Op FromProto(v1::CollectiveOp op) {
-  switch (op) {
-    case v1::ALL_REDUCE:
-      return Op::kAllReduce;
-    case v1::ALL_GATHER:
-      return Op::kAllGather;
-    case v1::REDUCE_SCATTER:
-      return Op::kReduceScatter;
-    case v1::BROADCAST:
-      return Op::kBroadcast;
-    default:
-      return Op::kUnspecified;
+  for (const auto& [ours, theirs] : kOps) {
+    if (theirs == op) return ours;
   }
+  return Op::kUnspecified;
 }
 
 v1::CollectiveBackend ToProto(Backend b) {
-  switch (b) {
-    case Backend::kHost:
-      return v1::HOST;
-    case Backend::kNccl:
-      return v1::NCCL;
-    case Backend::kUnspecified:
-      break;
+  for (const auto& [ours, theirs] : kBackends) {
+    if (ours == b) return theirs;
   }
   return v1::COLLECTIVE_BACKEND_UNSPECIFIED;
 }
 
 Backend FromProto(v1::CollectiveBackend b) {
-  switch (b) {
-    case v1::HOST:
-      return Backend::kHost;
-    case v1::NCCL:
-      return Backend::kNccl;
-    default:
-      return Backend::kUnspecified;
+  for (const auto& [ours, theirs] : kBackends) {
+    if (theirs == b) return ours;
   }
+  return Backend::kUnspecified;
 }
 
 void ToProto(const collective::RunRequest& r, v1::RunCollectiveRequest* out) {
