@@ -68,8 +68,6 @@ collective::Row FromProto(const v1::CollectiveRow& in) {
           .wrong = in.wrong()};
 }
 
-}  // namespace
-
 // One row per value: both directions read the same table.
 constexpr std::pair<Op, v1::CollectiveOp> kOps[] = {{Op::kAllReduce, v1::ALL_REDUCE},
                                                     {Op::kAllGather, v1::ALL_GATHER},
@@ -78,33 +76,30 @@ constexpr std::pair<Op, v1::CollectiveOp> kOps[] = {{Op::kAllReduce, v1::ALL_RED
 constexpr std::pair<Backend, v1::CollectiveBackend> kBackends[] = {{Backend::kHost, v1::HOST},
                                                                    {Backend::kNccl, v1::NCCL}};
 
-v1::CollectiveOp ToProto(Op op) {
-  for (const auto& [ours, theirs] : kOps) {
-    if (ours == op) return theirs;
+// The second of the row whose first is `key`, or `otherwise`; and the reverse.
+template <typename A, typename B, size_t N>
+B Forward(const std::pair<A, B> (&table)[N], A key, B otherwise) {
+  for (const auto& [a, b] : table) {
+    if (a == key) return b;
   }
-  return v1::COLLECTIVE_OP_UNSPECIFIED;
+  return otherwise;
+}
+template <typename A, typename B, size_t N>
+A Backward(const std::pair<A, B> (&table)[N], B key, A otherwise) {
+  for (const auto& [a, b] : table) {
+    if (b == key) return a;
+  }
+  return otherwise;
 }
 
-Op FromProto(v1::CollectiveOp op) {
-  for (const auto& [ours, theirs] : kOps) {
-    if (theirs == op) return ours;
-  }
-  return Op::kUnspecified;
-}
+}  // namespace
 
+v1::CollectiveOp ToProto(Op op) { return Forward(kOps, op, v1::COLLECTIVE_OP_UNSPECIFIED); }
+Op FromProto(v1::CollectiveOp op) { return Backward(kOps, op, Op::kUnspecified); }
 v1::CollectiveBackend ToProto(Backend b) {
-  for (const auto& [ours, theirs] : kBackends) {
-    if (ours == b) return theirs;
-  }
-  return v1::COLLECTIVE_BACKEND_UNSPECIFIED;
+  return Forward(kBackends, b, v1::COLLECTIVE_BACKEND_UNSPECIFIED);
 }
-
-Backend FromProto(v1::CollectiveBackend b) {
-  for (const auto& [ours, theirs] : kBackends) {
-    if (theirs == b) return ours;
-  }
-  return Backend::kUnspecified;
-}
+Backend FromProto(v1::CollectiveBackend b) { return Backward(kBackends, b, Backend::kUnspecified); }
 
 void ToProto(const collective::RunRequest& r, v1::RunCollectiveRequest* out) {
   for (const auto& p : r.participants) out->add_participants(p);
