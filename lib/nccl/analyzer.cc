@@ -133,13 +133,7 @@ void AddLocalEdge(CommState* comm, std::string_view m) {
   int sender = ParseInt(m.substr(colon + 3));
   if (channel < 0 || channel >= 64 || sender < 0 || sender >= 64) return;
   const uint32_t key = static_cast<uint32_t>(channel) << 6 | static_cast<uint32_t>(sender);
-  for (auto& [k, count] : comm->ring_local) {
-    if (k == key) {
-      ++count;
-      return;
-    }
-  }
-  if (comm->ring_local.size() < 256) comm->ring_local.emplace_back(key, 1);
+  internal::AddRingEdge(&comm->ring_local, key, 1);
 }
 
 // "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IBext_v8/0/GDRDMA", "Ring 00 : 1 -> 0 via P2P/IPC".

@@ -75,17 +75,8 @@ void AddChannels(CommState* to, CommState&& from) {
   to->net_channels += from.net_channels;
   to->net_gdr_channels += from.net_gdr_channels;
   to->socket_channels += from.socket_channels;
-  for (const auto& [key, count] : from.ring_local) {
-    bool found = false;
-    for (auto& [k, c] : to->ring_local) {
-      if (k == key) {
-        c += count;
-        found = true;
-        break;
-      }
-    }
-    if (!found && to->ring_local.size() < 256) to->ring_local.emplace_back(key, count);
-  }
+  for (const auto& [key, count] : from.ring_local)
+    internal::AddRingEdge(&to->ring_local, key, count);
 }
 
 // Takes back from `from` what AddChannels(from, what) added; transports that drop to zero go.

@@ -3,6 +3,7 @@
 // Internal to efawatch_nccl: the mutable state behind Analyzer, shared by analyzer.cc (feeding)
 // and snapshot.cc (deriving the report). Not a public header.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -213,6 +214,21 @@ struct State {
   std::string scratch;
   std::string json_text;
 };
+
+// Adds `n` to `key`'s count in a ring-edge list (CommState::ring_local) kept sorted by key, so a
+// channel line costs a binary search, not a scan of up to 256 edges; a new key past `cap` is
+// dropped (the same keys survive as with an unsorted list: the first `cap` distinct ones).
+inline void AddRingEdge(std::vector<std::pair<uint32_t, uint32_t>>* edges, uint32_t key, uint32_t n,
+                        size_t cap = 256) {
+  auto it = std::lower_bound(
+      edges->begin(), edges->end(), key,
+      [](const std::pair<uint32_t, uint32_t>& e, uint32_t k) { return e.first < k; });
+  if (it != edges->end() && it->first == key) {
+    it->second += n;
+    return;
+  }
+  if (edges->size() < cap) edges->insert(it, {key, n});
+}
 
 // Shared by analyzer.cc and merge.cc.
 uint32_t SourceIndexFor(State* st, std::string_view name);
