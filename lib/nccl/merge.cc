@@ -94,9 +94,9 @@ void SubtractChannels(CommState* from, const CommState& what) {
   from->socket_channels -= std::min(from->socket_channels, what.socket_channels);
   for (const auto& [key, count] : what.ring_local) {
     for (auto it = from->ring_local.begin(); it != from->ring_local.end(); ++it) {
-      if (it->first != key) continue;
-      it->second -= std::min(it->second, count);
-      if (it->second == 0) from->ring_local.erase(it);
+      if (it->key != key) continue;
+      it->count -= std::min(it->count, count);
+      if (it->count == 0) from->ring_local.erase(it);
       break;
     }
   }

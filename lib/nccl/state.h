@@ -42,6 +42,14 @@ struct Tally {
   Ev first;
 };
 
+// One on-node ring edge, counted: key = channel << 6 | sending rank (both below 64). Four bytes,
+// since a large job holds tens of thousands of communicators with dozens of edges each; the count
+// saturates at 65535.
+struct RingEdge {
+  uint16_t key = 0;
+  uint16_t count = 0;
+};
+
 struct CommState {
   std::string ptr;        // "0x55f9..." as printed
   uint64_t ptr_hash = 0;  // HashBytes(ptr), compared before ptr
@@ -62,9 +70,9 @@ struct CommState {
   // Ring edges over P2P/SHM, counted by (channel << 6 | sending rank) for channels and ranks
   // below 64: a channel whose senders cover every rank of the communicator is a ring that never
   // leaves the node. Counted (not flagged) so Merge can take back what `lead` gave.
-  std::vector<std::pair<uint32_t, uint32_t>> ring_local;
-  LineRef ev;        // the line that created this communicator
-  LineRef ev_nodes;  // the first line with nNodes or localRanks
+  std::vector<RingEdge> ring_local;  // sorted by key
+  LineRef ev;                        // the line that created this communicator
+  LineRef ev_nodes;                  // the first line with nNodes or localRanks
 };
 
 struct ProcState {
@@ -218,16 +226,17 @@ struct State {
 // Adds `n` to `key`'s count in a ring-edge list (CommState::ring_local) kept sorted by key, so a
 // channel line costs a binary search, not a scan of up to 256 edges; a new key past `cap` is
 // dropped (the same keys survive as with an unsorted list: the first `cap` distinct ones).
-inline void AddRingEdge(std::vector<std::pair<uint32_t, uint32_t>>* edges, uint32_t key, uint32_t n,
-                        size_t cap = 256) {
-  auto it = std::lower_bound(
-      edges->begin(), edges->end(), key,
-      [](const std::pair<uint32_t, uint32_t>& e, uint32_t k) { return e.first < k; });
-  if (it != edges->end() && it->first == key) {
-    it->second += n;
+inline void AddRingEdge(std::vector<RingEdge>* edges, uint32_t key, uint32_t n, size_t cap = 256) {
+  auto it = std::lower_bound(edges->begin(), edges->end(), key,
+                             [](const RingEdge& e, uint32_t k) { return e.key < k; });
+  if (it != edges->end() && it->key == key) {
+    it->count = static_cast<uint16_t>(std::min<uint32_t>(0xffff, it->count + n));
     return;
   }
-  if (edges->size() < cap) edges->insert(it, {key, n});
+  if (edges->size() < cap) {
+    edges->insert(it, RingEdge{static_cast<uint16_t>(key),
+                               static_cast<uint16_t>(std::min<uint32_t>(0xffff, n))});
+  }
 }
 
 // Shared by analyzer.cc and merge.cc.
