@@ -101,48 +101,57 @@ v1::CollectiveBackend ToProto(Backend b) {
 }
 Backend FromProto(v1::CollectiveBackend b) { return Backward(kBackends, b, Backend::kUnspecified); }
 
-void ToProto(const collective::RunRequest& r, v1::RunCollectiveRequest* out) {
-  for (const auto& p : r.participants) out->add_participants(p);
-  out->set_op(ToProto(r.op));
+namespace {
+
+// What to run and for how long: the fields a run request and a join share, both directions.
+template <typename Record, typename Proto>
+void PlanToProto(const Record& r, Proto* out) {
+  out->set_op(codec::ToProto(r.op));
   for (uint64_t s : r.sizes) out->add_sizes(s);
-  out->set_backend(ToProto(r.backend));
+  out->set_backend(codec::ToProto(r.backend));
   out->set_warmup(r.warmup);
   out->set_iters(r.iters);
   out->set_deadline_ms(r.deadline_ms);
 }
 
+template <typename Record, typename Proto>
+void PlanFromProto(const Proto& in, Record* r) {
+  r->op = codec::FromProto(in.op());
+  r->sizes = Vec(in.sizes());
+  r->backend = codec::FromProto(in.backend());
+  r->warmup = in.warmup();
+  r->iters = in.iters();
+  r->deadline_ms = in.deadline_ms();
+}
+
+}  // namespace
+
+void ToProto(const collective::RunRequest& r, v1::RunCollectiveRequest* out) {
+  for (const auto& p : r.participants) out->add_participants(p);
+  PlanToProto(r, out);
+}
+
 collective::RunRequest FromProto(const v1::RunCollectiveRequest& in) {
-  return {.participants = Vec(in.participants()),
-          .op = FromProto(in.op()),
-          .sizes = Vec(in.sizes()),
-          .backend = FromProto(in.backend()),
-          .warmup = in.warmup(),
-          .iters = in.iters(),
-          .deadline_ms = in.deadline_ms()};
+  collective::RunRequest r;
+  r.participants = Vec(in.participants());
+  PlanFromProto(in, &r);
+  return r;
 }
 
 void ToProto(const collective::JoinRequest& r, v1::JoinCollectiveRequest* out) {
   out->set_session(r.session);
   out->set_rank(r.rank);
   out->set_nranks(r.nranks);
-  out->set_op(ToProto(r.op));
-  for (uint64_t s : r.sizes) out->add_sizes(s);
-  out->set_backend(ToProto(r.backend));
-  out->set_warmup(r.warmup);
-  out->set_iters(r.iters);
-  out->set_deadline_ms(r.deadline_ms);
+  PlanToProto(r, out);
 }
 
 collective::JoinRequest FromProto(const v1::JoinCollectiveRequest& in) {
-  return {.session = in.session(),
-          .rank = in.rank(),
-          .nranks = in.nranks(),
-          .op = FromProto(in.op()),
-          .sizes = Vec(in.sizes()),
-          .backend = FromProto(in.backend()),
-          .warmup = in.warmup(),
-          .iters = in.iters(),
-          .deadline_ms = in.deadline_ms()};
+  collective::JoinRequest r;
+  r.session = in.session();
+  r.rank = in.rank();
+  r.nranks = in.nranks();
+  PlanFromProto(in, &r);
+  return r;
 }
 
 void ToProto(const collective::JoinResponse& r, v1::JoinCollectiveResponse* out) {
@@ -207,8 +216,8 @@ collective::RankResult FromProto(const v1::RankResult& in) {
 }
 
 void ToProto(const collective::Result& r, v1::CollectiveResult* out) {
-  out->set_op(ToProto(r.op));
-  out->set_backend(ToProto(r.backend));
+  out->set_op(codec::ToProto(r.op));
+  out->set_backend(codec::ToProto(r.backend));
   out->set_nranks(r.nranks);
   for (const auto& n : r.nodes) out->add_nodes(n);
   for (const auto& row : r.rows) ToProto(row, out->add_rows());
