@@ -19,7 +19,6 @@ import json
 import os
 import pathlib
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -193,18 +192,7 @@ def main():
             for a in alerts(prom) if "workload" in a["labels"]))
         ok = True
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-        if ok or not os.environ.get("EFAWATCH_E2E_KEEP"):
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            e2e.log(f"kept {tmp} for inspection")
+        e2e.finish(procs, tmp, ok)
     print("1 passed, 0 failed")
 
 

@@ -326,6 +326,23 @@ def check_dashboards(prom, deadline):
             log(f"note: {name} has series now; remove it from NOT_YET_EXPORTED")
 
 
+def finish(procs, tmp, ok):
+    """Stops every process (SIGTERM, then SIGKILL after 10 s), newest first, and removes `tmp`
+    unless the test failed and EFAWATCH_E2E_KEEP asks to keep it for inspection."""
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    if ok or not os.environ.get("EFAWATCH_E2E_KEEP"):
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        log(f"kept {tmp} for inspection")
+
+
 def main():
     for tool in ("prometheus",):
         if not shutil.which(tool):
@@ -434,18 +451,7 @@ def main():
         log(f"not firing as expected: {sorted(rule_names - names)}")
         ok = True
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-        if ok or not os.environ.get("EFAWATCH_E2E_KEEP"):
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            log(f"kept {tmp} for inspection")
+        finish(procs, tmp, ok)
     print("1 passed, 0 failed")
 
 
