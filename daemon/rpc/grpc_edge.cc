@@ -14,9 +14,11 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/rpc/node_health_codec.h"
 #include "efawatch/v1/agent.grpc.pb.h"
 #include "lib/common/read_file.h"
 #include "proto/codec/collective.h"
+#include "proto/codec/probes.h"
 #include "proto/codec/records.h"
 #include "spdlog/spdlog.h"
 
@@ -25,113 +27,11 @@ namespace {
 
 using codec::ToProto;
 
-void Fill(const common::NodeHealth& h, v1::NodeHealth* out) {
-  out->set_node(h.node);
-  out->set_agent_version(h.agent_version);
-  out->set_agent_revision(h.agent_revision);
-  *out->mutable_start_time() = ToProto(h.start_time);
-  for (const auto& c : h.collectors) {
-    auto* pc = out->add_collectors();
-    pc->set_name(c.name);
-    pc->set_ok(c.ok);
-    pc->set_last_error(c.last_error);
-    if (c.last_run.time_since_epoch().count() != 0) *pc->mutable_last_run() = ToProto(c.last_run);
-    pc->set_last_duration_seconds(c.last_duration_seconds);
-  }
-  for (const auto& f : h.findings) ToProto(f, out->add_findings());
-  out->set_fabric_provider(h.fabric_provider);
-  out->set_efa_devices(h.efa_devices);
-  for (const auto& p : h.pods) {
-    auto* pv = out->add_pods();
-    pv->set_namespace_(p.namespace_name);
-    pv->set_pod(p.pod);
-    pv->set_container(p.container);
-    pv->set_workload_kind(p.workload_kind);
-    pv->set_workload(p.workload);
-    ToProto(p.nccl, pv);
-  }
-}
-
 // gRPC's own log lines (multi-line error trees on a failed bind, for one) go to our logger at
 // debug level: the edge reports outcomes itself, in one line, and stderr stays one line per
 // problem.
 void ForwardGrpcLog(gpr_log_func_args* args) {
   spdlog::debug("grpc {}:{}: {}", args->file, args->line, args->message);
-}
-
-void Fill(const fabric::FabricInfo& info, const std::string& raw, const std::string& printable,
-          v1::FabricAddress* out) {
-  out->set_address(raw);
-  out->set_printable(printable);
-  out->set_provider(info.provider);
-  out->set_fabric(info.fabric);
-  out->set_domain(info.domain);
-  out->set_rma(info.rma);
-}
-
-void Fill(const fabric::PingResult& r, v1::PingResponse* out) {
-  Fill(r.fabric, "", r.local_address, out->mutable_local());
-  out->set_peer(r.peer_address);
-  out->set_message_bytes(r.message_bytes);
-  out->set_sent(r.sent);
-  out->set_received(r.received);
-  out->set_lost(r.lost);
-  out->set_errors(r.errors);
-  out->set_loss_ratio(r.loss_ratio);
-  auto* rtt = out->mutable_rtt();
-  rtt->set_count(r.rtt.count);
-  rtt->set_min_us(r.rtt.min_us);
-  rtt->set_median_us(r.rtt.median_us);
-  rtt->set_p90_us(r.rtt.p90_us);
-  rtt->set_p99_us(r.rtt.p99_us);
-  rtt->set_max_us(r.rtt.max_us);
-  rtt->set_mean_us(r.rtt.mean_us);
-  out->set_end(ToProto(r.end));
-  out->set_last_error(r.last_error);
-  out->set_elapsed_seconds(std::chrono::duration<double>(r.elapsed).count());
-}
-
-void Fill(const fabric::BandwidthResult& r, v1::BandwidthResponse* out) {
-  Fill(r.fabric, "", r.local_address, out->mutable_local());
-  out->set_peer(r.peer_address);
-  out->set_bidirectional(r.bidirectional);
-  out->set_rma(r.rma);
-  out->set_window(r.window);
-  for (const auto& p : r.points) {
-    auto* pp = out->add_points();
-    pp->set_message_bytes(p.message_bytes);
-    pp->set_messages(p.messages);
-    pp->set_bytes(p.bytes);
-    pp->set_seconds(p.seconds);
-    pp->set_gbytes_per_second(p.gbytes_per_second);
-  }
-  out->set_errors(r.errors);
-  out->set_end(ToProto(r.end));
-  out->set_last_error(r.last_error);
-  out->set_elapsed_seconds(std::chrono::duration<double>(r.elapsed).count());
-}
-
-// Zero fields of a request mean "the default": the options' own.
-fabric::PingOptions PingOptionsFrom(const v1::PingRequest& r) {
-  fabric::PingOptions o;
-  if (r.count() != 0) o.count = r.count();
-  if (r.message_bytes() != 0) o.message_bytes = r.message_bytes();
-  if (r.warmup() != 0) o.warmup = r.warmup();
-  if (r.message_timeout_ms() != 0)
-    o.message_timeout = std::chrono::milliseconds(r.message_timeout_ms());
-  if (r.deadline_ms() != 0) o.deadline = std::chrono::milliseconds(r.deadline_ms());
-  return o;
-}
-
-fabric::BandwidthOptions BandwidthOptionsFrom(const v1::BandwidthRequest& r) {
-  fabric::BandwidthOptions o;
-  if (r.sizes_size() > 0) o.sizes.assign(r.sizes().begin(), r.sizes().end());
-  o.bidirectional = r.bidirectional();
-  o.rma = r.rma();
-  if (r.window() != 0) o.window = r.window();
-  if (r.ms_per_size() != 0) o.duration_per_size = std::chrono::milliseconds(r.ms_per_size());
-  if (r.deadline_ms() != 0) o.deadline = std::chrono::milliseconds(r.deadline_ms());
-  return o;
 }
 
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -302,7 +202,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                           const v1::GetNodeHealthRequest* /*request*/,
                                           v1::NodeHealth* response) override {
     auto* reactor = ctx->DefaultReactor();
-    Fill(handler_->GetNodeHealth(), response);
+    ToProto(handler_->GetNodeHealth(), response);
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -316,7 +216,8 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
       reactor->Finish(ToGrpc(a.status()));
       return reactor;
     }
-    Fill(a->info, a->address, a->printable, response);
+    codec::ToProto(a->info, a->printable, response);
+    response->set_address(a->address);
     response->set_node_name(a->node_name);
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -325,9 +226,9 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* request,
                                  v1::PingResponse* response) override {
     auto* reactor = ctx->DefaultReactor();
-    handler_->Ping(Target(*request), PingOptionsFrom(*request), [reactor, response](auto r) {
+    handler_->Ping(Target(*request), codec::FromProto(*request), [reactor, response](auto r) {
       if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
-      Fill(*r, response);
+      codec::ToProto(*r, response);
       reactor->Finish(grpc::Status::OK);
     });
     return reactor;
@@ -337,12 +238,11 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                       const v1::BandwidthRequest* request,
                                       v1::BandwidthResponse* response) override {
     auto* reactor = ctx->DefaultReactor();
-    handler_->Bandwidth(Target(*request), BandwidthOptionsFrom(*request),
-                        [reactor, response](auto r) {
-                          if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
-                          Fill(*r, response);
-                          reactor->Finish(grpc::Status::OK);
-                        });
+    handler_->Bandwidth(Target(*request), codec::FromProto(*request), [reactor, response](auto r) {
+      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
+      codec::ToProto(*r, response);
+      reactor->Finish(grpc::Status::OK);
+    });
     return reactor;
   }
 

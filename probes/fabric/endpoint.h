@@ -44,6 +44,8 @@ struct EndpointOptions {
   /// RMA entry is opened without it, and FabricInfo::rma says so: RMA is an extra, not a reason
   /// to fall to the next provider.
   bool rma = false;
+
+  bool operator==(const EndpointOptions&) const = default;
 };
 
 /// Where a peer may fi_write: its registered buffer, as fi_write wants it.
@@ -70,6 +72,8 @@ struct FabricInfo {
   size_t tx_size = 0;
   size_t rx_size = 0;
   std::string wait_object;  ///< "fd" or "none": how Wait() blocks.
+
+  bool operator==(const FabricInfo&) const = default;
 };
 
 /// One completion read from the CQ. `context` is the fi_context2 passed to the post.

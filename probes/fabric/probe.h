@@ -26,6 +26,8 @@ struct PingOptions {
   size_t message_bytes = 64;  ///< Whole message, header included; raised to the header size.
   std::chrono::milliseconds message_timeout{1000};  ///< A pong later than this is lost.
   std::chrono::milliseconds deadline{10000};        ///< Whole probe, setup included.
+
+  bool operator==(const PingOptions&) const = default;
 };
 
 struct PingResult {
@@ -49,6 +51,8 @@ struct PingResult {
   /// trip as fi_pingpong computes it (its loop time / iterations, printed halved as usec/xfer),
   /// without the connection setup that the warm-up absorbs.
   std::chrono::nanoseconds timed_loop{0};
+
+  bool operator==(const PingResult&) const = default;
 };
 
 /// Sends `count` pings (after `warmup`) to a Responder one at a time and times each round trip.
@@ -75,6 +79,8 @@ struct BandwidthOptions {
   std::chrono::milliseconds duration_per_size{200};  ///< Timed sending per size.
   std::chrono::milliseconds stall_timeout{2000};     ///< No completion for this long: dead peer.
   std::chrono::milliseconds deadline{30000};         ///< Whole probe, setup included.
+
+  bool operator==(const BandwidthOptions&) const = default;
 };
 
 struct BandwidthPoint {
@@ -83,6 +89,8 @@ struct BandwidthPoint {
   uint64_t bytes = 0;     ///< Delivered bytes, both directions when bidirectional.
   double seconds = 0;     ///< From the first timed send to the responder's final count.
   double gbytes_per_second = 0;  ///< bytes / seconds / 1e9 (decimal GB, like fabtests' MB).
+
+  bool operator==(const BandwidthPoint&) const = default;
 };
 
 struct BandwidthResult {
@@ -97,6 +105,8 @@ struct BandwidthResult {
   ProbeEnd end = ProbeEnd::kCompleted;
   std::string last_error;
   std::chrono::nanoseconds elapsed{0};
+
+  bool operator==(const BandwidthResult&) const = default;
 };
 
 /// OK when `fabric` can do RMA writes; FAILED_PRECONDITION naming the provider otherwise.

@@ -14,6 +14,8 @@ struct RttSummary {
   double p99_us = 0;
   double max_us = 0;
   double mean_us = 0;
+
+  bool operator==(const RttSummary&) const = default;
 };
 
 /// Summarizes `samples_us` (any order; taken by value because it is sorted). Quantiles use the
