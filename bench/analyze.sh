@@ -5,7 +5,8 @@
 # thread per CPU (grep -c uses one): the wall ratio is what a user waits, the CPU ratio what the
 # machine pays; both are printed. THREADS=n passes --threads n.
 # Usage: bench/analyze.sh [path/to/efawatch]   (SIZE_MB=1100, ROUNDS=5 by default; LOG=file
-# reuses a log generated before instead of writing a new one)
+# reuses a log generated before instead of writing a new one; BASELINE=path/to/older/efawatch
+# times an earlier build in the same rounds and prints its ratio too, for "no worse than before")
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -37,7 +38,7 @@ min() { if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc -l)" = 1 ]; then echo "$2"; e
 # CPU time: on a shared machine the load changes from second to second, and taking turns exposes
 # each one to the same load as the others.
 rounds=${ROUNDS:-5}
-t_grep="" c_grep="" t_wc="" c_wc="" t_ew="" c_ew=""
+t_grep="" c_grep="" t_wc="" c_wc="" t_ew="" c_ew="" t_base="" c_base=""
 for _ in $(seq "$rounds"); do
   run grep -c 'NCCL INFO' "$tmp/nccl.log"
   t_grep=$(min "$t_grep" "$wall") c_grep=$(min "$c_grep" "$cpu")
@@ -46,6 +47,10 @@ for _ in $(seq "$rounds"); do
   t_wc=$(min "$t_wc" "$wall") c_wc=$(min "$c_wc" "$cpu")
   run "$bin" analyze ${THREADS:+--threads "$THREADS"} "$tmp/nccl.log"
   t_ew=$(min "$t_ew" "$wall") c_ew=$(min "$c_ew" "$cpu")
+  if [ -n "${BASELINE:-}" ]; then
+    run "$BASELINE" analyze ${THREADS:+--threads "$THREADS"} "$tmp/nccl.log"
+    t_base=$(min "$t_base" "$wall") c_base=$(min "$c_base" "$cpu")
+  fi
 done
 bytes=$(stat -L -c %s "$tmp/nccl.log")
 lines=$(wc -l < "$tmp/nccl.log")
@@ -59,4 +64,9 @@ printf 'efawatch analyze: %6.3f s           %6.3f s   (%.0f MB/s wall)\n' "$t_ew
   "$(echo "$bytes / $t_ew / 1000000" | bc -l)"
 printf 'ratio efawatch / grep -c: wall %.2f, cpu %.2f (target <= 2.00)\n' \
   "$(echo "$t_ew / $t_grep" | bc -l)" "$(echo "$c_ew / $c_grep" | bc -l)"
+if [ -n "${BASELINE:-}" ]; then
+  printf 'baseline analyze: %6.3f s           %6.3f s   (%s)\n' "$t_base" "$c_base" "$BASELINE"
+  printf 'ratio baseline / grep -c: wall %.2f, cpu %.2f\n' \
+    "$(echo "$t_base / $t_grep" | bc -l)" "$(echo "$c_base / $c_grep" | bc -l)"
+fi
 "$bin" analyze "$tmp/nccl.log" | head -1 || true

@@ -289,7 +289,7 @@ void ReexecWithHugePageHeap(char** argv) {
 }
 
 int RunAnalyze(const std::vector<std::string>& files, const std::string& format, unsigned threads,
-               std::ostream& out, std::ostream& err) {
+               std::ostream& out, std::ostream& err, std::unique_ptr<nccl::Analyzer>* keep) {
   if (format != "text" && format != "json") {
     err << "efawatch analyze: unknown --format '" << format << "' (use text or json)\n";
     return 2;
@@ -298,21 +298,22 @@ int RunAnalyze(const std::vector<std::string>& files, const std::string& format,
     err << "efawatch analyze: no input file (use - for stdin)\n";
     return 2;
   }
-  nccl::Analyzer analyzer;
+  auto analyzer = std::make_unique<nccl::Analyzer>();
   for (const std::string& path : files) {
     errno = 0;
-    absl::Status st = FeedFile(path, threads, &analyzer);
+    absl::Status st = FeedFile(path, threads, analyzer.get());
     if (!st.ok()) {
       err << "efawatch analyze: " << st.message() << "\n";
       return 2;
     }
   }
-  nccl::Report report = analyzer.Snapshot();
+  const nccl::Report report = analyzer->Snapshot();
   if (format == "json") {
     out << nccl::ReportToJson(report).dump(2) << "\n";
   } else {
     PrintText(report, out);
   }
+  if (keep != nullptr) *keep = std::move(analyzer);
   return report.MaxSeverity() == nccl::Severity::kCritical ? 1 : 0;
 }
 

@@ -1,8 +1,11 @@
 #pragma once
 
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "lib/nccl/analyzer.h"
 
 namespace efawatch::cli {
 
@@ -20,7 +23,11 @@ namespace efawatch::cli {
 // when exec fails, the program simply goes on.
 void ReexecWithHugePageHeap(char** argv);
 
+// With `keep`, the analyzer is handed to the caller instead of being freed: a process that exits
+// right after need not free a large run's millions of small objects one by one (4% of the
+// instructions of `efawatch analyze` on bench/analyze.sh's log, measured with callgrind).
 int RunAnalyze(const std::vector<std::string>& files, const std::string& format, unsigned threads,
-               std::ostream& out, std::ostream& err);
+               std::ostream& out, std::ostream& err,
+               std::unique_ptr<nccl::Analyzer>* keep = nullptr);
 
 }  // namespace efawatch::cli

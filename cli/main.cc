@@ -1,7 +1,9 @@
 // efawatch: the command-line client. Each subcommand lives in its own file; this one only wires
 // them to CLI11.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +43,7 @@ struct AnalyzeCommand {
   std::vector<std::string> files;
   std::string format = "text";
   unsigned threads = 0;
+  std::unique_ptr<efawatch::nccl::Analyzer> analyzer;  // kept until exit (cli/analyze.h)
 };
 
 void AddVersionCommand(CLI::App& app) {
@@ -129,7 +132,8 @@ void AddAnalyzeCommand(CLI::App& app, AnalyzeCommand& cmd, int& exit_code) {
       ->check(CLI::Range(0u, 64u));
   analyze->add_option("files", cmd.files, "log files, - for stdin")->required();
   analyze->callback([&] {
-    exit_code = efawatch::cli::RunAnalyze(cmd.files, cmd.format, cmd.threads, std::cout, std::cerr);
+    exit_code = efawatch::cli::RunAnalyze(cmd.files, cmd.format, cmd.threads, std::cout, std::cerr,
+                                          &cmd.analyzer);
   });
 }
 
@@ -160,6 +164,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "efawatch: " << e.what() << "\n";
     return 2;
+  }
+  if (analyze.analyzer != nullptr) {
+    // std::exit runs no destructor of main's locals: the analyzer's memory goes with the process.
+    std::cout.flush();
+    std::exit(exit_code);
   }
   return exit_code;
 }

@@ -185,19 +185,21 @@ void Earliest(Ev* best, const Ev& e) {
 }
 
 // One communicator as the ranks of a scope print it: grouped by commId, else by rank count.
+// The rules ask only whether one host or one process holds a group, so those are kept as the
+// first one seen and a flag (a set per group cost more than the rest of the snapshot).
 struct CommGroup {
   int nranks = -1;
-  std::set<int> ranks;
-  std::set<std::string> hosts;
-  std::set<std::pair<std::string, uint32_t>> procs;
+  std::vector<int> ranks;           // sorted and without repeats once GatherFacts returns
+  const ProcState* proc = nullptr;  // the first process (its host is the first host)
+  bool several_hosts = false, several_procs = false;
   bool net = false;  // a channel of some rank goes through a NET or COLLNET transport
   std::map<uint32_t, uint64_t> senders;  // channel -> bit per rank with an on-node ring edge
   Ev ev;
 };
 
 bool AllRanks(const CommGroup& g) {
-  return g.nranks > 0 && static_cast<int>(g.ranks.size()) == g.nranks && *g.ranks.begin() == 0 &&
-         *g.ranks.rbegin() == g.nranks - 1;
+  return g.nranks > 0 && static_cast<int>(g.ranks.size()) == g.nranks && g.ranks.front() == 0 &&
+         g.ranks.back() == g.nranks - 1;
 }
 
 // Addresses known to be one host's (the lists of one process) form a group; a peer address
@@ -260,9 +262,13 @@ void AddToGroups(const ProcState& p, std::map<std::string, CommGroup>* groups) {
     if (c->nranks <= 0 || c->rank < 0) continue;
     CommGroup& g = (*groups)[!c->comm_id.empty() ? c->comm_id : "n" + std::to_string(c->nranks)];
     g.nranks = c->nranks;
-    g.ranks.insert(c->rank);
-    g.hosts.insert(p.host);
-    g.procs.emplace(p.host, p.pid);
+    g.ranks.push_back(c->rank);
+    if (g.proc == nullptr) {
+      g.proc = &p;
+    } else if (g.proc != &p) {
+      if (g.proc->host != p.host || g.proc->pid != p.pid) g.several_procs = true;
+      if (g.proc->host != p.host) g.several_hosts = true;
+    }
     Earliest(&g.ev, c->ev.AsEv());
     if (c->net_channels > 0) g.net = true;
     for (const auto& [name, count] : c->transports) {
@@ -301,6 +307,10 @@ ScopeFacts GatherFacts(Scope* s) {
     }
     AddToGroups(p, &f.groups);
   }
+  for (auto& [key, g] : f.groups) {
+    std::sort(g.ranks.begin(), g.ranks.end());
+    g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
+  }
   f.all_boot_loopback = any_boot && all_boot_loopback;
   s->ranks = f.max_nranks;
   if (s->ranks < 0 && !f.header_ranks.empty()) s->ranks = static_cast<int>(f.header_ranks.size());
@@ -317,7 +327,7 @@ ScopeFacts GatherFacts(Scope* s) {
 Proof ProveOneProcess(const ScopeFacts& f) {
   Proof one_process("one_process");
   for (const auto& [key, g] : f.groups) {
-    if (g.nranks == f.world && AllRanks(g) && g.procs.size() == 1) Prove(&one_process, g.ev);
+    if (g.nranks == f.world && AllRanks(g) && !g.several_procs) Prove(&one_process, g.ev);
   }
   if (f.header_complete && f.header_hosts.size() == 1 && f.header_pids.size() == 1 &&
       *f.header_pids.begin() != 0) {
@@ -414,7 +424,7 @@ SingleProofs ProveSingle(const Scope& s, const ScopeFacts& f) {
   }
   for (const auto& [key, g] : f.groups) {
     if (g.nranks != world || world < 2) continue;
-    if (AllRanks(g) && g.hosts.size() == 1) Prove(&p1.one_host, g.ev);
+    if (AllRanks(g) && !g.several_hosts) Prove(&p1.one_host, g.ev);
     if (world <= 64 && !g.net) {
       const uint64_t all = world == 64 ? ~uint64_t{0} : (uint64_t{1} << world) - 1;
       for (const auto& [channel, bits] : g.senders) {
