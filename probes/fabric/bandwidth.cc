@@ -32,6 +32,7 @@ class BandwidthRun {
   enum class Wait { kOk, kStalled, kDeadline, kCancelled, kBroken };
 
   ssize_t Pump();
+  std::optional<Wait> Step();
   // Polls until `done()` holds, the peer stalls, the deadline passes or the stop token fires.
   template <typename Pred>
   Wait PumpUntil(Pred done);
@@ -135,18 +136,24 @@ ssize_t BandwidthRun::Pump() {
   return n;
 }
 
+// One turn of a wait loop: progress, or the reason to stop waiting (nullopt: keep going).
+std::optional<BandwidthRun::Wait> BandwidthRun::Step() {
+  if (stop_.stop_requested()) return Wait::kCancelled;
+  const ssize_t n = Pump();
+  if (n < 0) return Wait::kBroken;
+  if (n > 0) return std::nullopt;
+  const auto now = clock_.Now();
+  if (now >= deadline_) return Wait::kDeadline;
+  if (now - last_completion_ >= options_.stall_timeout) return Wait::kStalled;
+  if (now - last_completion_ > kSpinBeforeSleep) ep_->Wait(std::chrono::milliseconds(1), -1);
+  return std::nullopt;
+}
+
 template <typename Pred>
 BandwidthRun::Wait BandwidthRun::PumpUntil(Pred done) {
   last_completion_ = clock_.Now();
   while (!done()) {
-    if (stop_.stop_requested()) return Wait::kCancelled;
-    const ssize_t n = Pump();
-    if (n < 0) return Wait::kBroken;
-    if (n > 0) continue;
-    const auto now = clock_.Now();
-    if (now >= deadline_) return Wait::kDeadline;
-    if (now - last_completion_ >= options_.stall_timeout) return Wait::kStalled;
-    if (now - last_completion_ > kSpinBeforeSleep) ep_->Wait(std::chrono::milliseconds(1), -1);
+    if (auto step = Step()) return *step;
   }
   return Wait::kOk;
 }
@@ -230,14 +237,7 @@ BandwidthRun::Wait BandwidthRun::Stream(size_t size, uint64_t session,
       again = true;
     }
     if (!again && !more() && tx_outstanding_ == 0 && echo_outstanding_ == 0) return Wait::kOk;
-    if (stop_.stop_requested()) return Wait::kCancelled;
-    const ssize_t n = Pump();
-    if (n < 0) return Wait::kBroken;
-    if (n > 0) continue;
-    const auto now = clock_.Now();
-    if (now >= deadline_) return Wait::kDeadline;
-    if (now - last_completion_ >= options_.stall_timeout) return Wait::kStalled;
-    if (now - last_completion_ > kSpinBeforeSleep) ep_->Wait(std::chrono::milliseconds(1), -1);
+    if (auto step = Step()) return *step;
   }
 }
 

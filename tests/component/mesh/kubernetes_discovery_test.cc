@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_split.h"
 #include "probes/mesh/discovery.h"
+#include "tests/support/fake_apiserver.h"
 #include "tests/support/subprocess.h"
 
 namespace efawatch::mesh {
@@ -34,10 +35,6 @@ class KubernetesDiscoveryTest : public ::testing::Test {
     if (!testing::OnPath("openssl") || !testing::OnPath("python3")) {
       GTEST_SKIP() << "needs openssl and python3";
     }
-    const std::string made = testing::MakeTestCertificates(dir_.path());
-    ASSERT_TRUE(made.empty()) << made;
-    WriteFile(dir_.File("token"), "secret-token\n");         // what the server expects
-    WriteFile(dir_.File("client-token"), "secret-token\n");  // what the agent sends
     WriteFile(dir_.File("namespace"), "efawatch");
     // Five agent pods (one pending, without an IP), an unrelated pod the selector must drop, and
     // one in another namespace.
@@ -52,19 +49,10 @@ class KubernetesDiscoveryTest : public ::testing::Test {
                   R"("nodes":[{"metadata":{"name":"node-a","labels":{"pg":"pg-1"}}},)" +
                   R"({"metadata":{"name":"node-b","labels":{"pg":"pg-1"}}},)" +
                   R"({"metadata":{"name":"node-c","labels":{"pg":"pg-2"}}}]})");
-    server_ = std::make_unique<testing::Subprocess>(std::vector<std::string>{
-        "/usr/bin/env", "python3", testing::SourceDir() + "/tests/component/mesh/fake_apiserver.py",
-        "--cert", dir_.File("server.pem"), "--key", dir_.File("server.key"), "--token-file",
-        dir_.File("token"), "--objects", dir_.File("objects.json"), "--port-file",
-        dir_.File("port"), "--request-log", dir_.File("requests")});
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (ReadFileOrEmpty(dir_.File("port")).empty() &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(20ms);
-    }
-    const std::string port = ReadFileOrEmpty(dir_.File("port"));
-    ASSERT_FALSE(port.empty()) << server_->Stderr();
-    options_.api_server = "https://127.0.0.1:" + port;
+    std::string url;
+    const std::string started = testing::StartFakeApiServer(dir_, &server_, &url);
+    ASSERT_TRUE(started.empty()) << started;
+    options_.api_server = url;
     options_.token_file = dir_.File("client-token");
     options_.ca_file = dir_.File("ca.pem");
     options_.namespace_file = dir_.File("namespace");
