@@ -197,9 +197,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except AssertionError as e:
-        print(f"FAILED: {e}", flush=True)
-        print("0 passed, 1 failed")
-        sys.exit(1)
+    e2e.run(main)

@@ -455,10 +455,15 @@ def main():
     print("1 passed, 0 failed")
 
 
-if __name__ == "__main__":
+def run(test_main):
+    """Runs a test's main: a failed assertion is one FAILED line and exit status 1."""
     try:
-        main()
+        test_main()
     except AssertionError as e:
         print(f"FAILED: {e}", flush=True)
         print("0 passed, 1 failed")
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    run(main)
