@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/analyze.h"
+#include "cli/doctor.h"
 #include "cli/fabric.h"
 #include "cli/status.h"
 #include "efawatch/version.h"
@@ -45,6 +46,27 @@ struct AnalyzeCommand {
   unsigned threads = 0;
   std::unique_ptr<efawatch::nccl::Analyzer> analyzer;  // kept until exit (cli/analyze.h)
 };
+
+std::map<std::string, std::string> Environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    const size_t eq = kv.find('=');
+    if (eq != std::string_view::npos) env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+void AddDoctorCommand(CLI::App& app, efawatch::cli::DoctorArgs& args, int& exit_code) {
+  auto* doctor = app.add_subcommand(
+      "doctor", "Check this node, an image (--root) or a process (--pid) for EFA and NCCL");
+  doctor->add_option("--root", args.root, "a mounted image or node filesystem");
+  doctor->add_option("--pid", args.pid, "a running process (from the host: needs root)");
+  doctor->add_option("--format", args.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  doctor->callback(
+      [&] { exit_code = efawatch::cli::RunDoctor(args, Environment(), std::cout, std::cerr); });
+}
 
 void AddVersionCommand(CLI::App& app) {
   auto* version = app.add_subcommand("version", "Print the version");
@@ -150,12 +172,14 @@ int main(int argc, char** argv) {
   ProbeCommand<efawatch::cli::BandwidthArgs> bandwidth;
   ProbeCommand<efawatch::cli::CollectiveArgs> collective;
   AnalyzeCommand analyze;
+  efawatch::cli::DoctorArgs doctor;
   AddVersionCommand(app);
   AddStatusCommand(app, status, exit_code);
   AddPingCommand(app, ping, exit_code);
   AddBandwidthCommand(app, bandwidth, exit_code);
   AddCollectiveCommand(app, collective, exit_code);
   AddAnalyzeCommand(app, analyze, exit_code);
+  AddDoctorCommand(app, doctor, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -12,7 +12,7 @@
 #include "daemon/agent/coordination.h"
 #include "daemon/agent/probe_runner.h"
 #include "daemon/efa/efa_monitor.h"
-#include "daemon/efa/instance_types.h"
+#include "lib/common/instance_types.h"
 #include "daemon/export/prometheus_edge.h"
 #include "daemon/logs/pod_analysis.h"
 #include "daemon/logs/tailer.h"
@@ -88,7 +88,7 @@ efa::EfaMonitorOptions EfaOptionsFrom(const Config& c) {
   o.health.clear_after = c.efa_clear_after;
   o.health.rise_thresholds = c.efa_rise_thresholds;
   o.health.expected_devices = c.efa_expected_devices > 0 ? c.efa_expected_devices
-                                                         : efa::ExpectedEfaDevices(c.instance_type);
+                                                         : common::ExpectedEfaDevices(c.instance_type);
   return o;
 }
 

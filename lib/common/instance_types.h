@@ -1,12 +1,17 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
-namespace efawatch::efa {
+namespace efawatch::common {
 
 /// EFA devices an instance type should have, or 0 when we do not know it. Sources: AWS's GPU
 /// cluster health check instance profiles (p5 32, p5en 16, p6-b200 8, p4d 4) and the EC2
 /// instance type data for g6.12xlarge (1); see efa-and-libfabric.md §2.
 unsigned ExpectedEfaDevices(const std::string& instance_type);
 
-}  // namespace efawatch::efa
+/// Whether the instance type has GPUDirect RDMA over EFA: the P-series from p4d on do, the
+/// G-series do not (aws-ofi-nccl#547); nullopt for other or unknown types.
+std::optional<bool> SupportsGpuDirectRdma(const std::string& instance_type);
+
+}  // namespace efawatch::common

@@ -1,0 +1,25 @@
+#include "lib/common/instance_types.h"
+
+#include <map>
+
+namespace efawatch::common {
+
+unsigned ExpectedEfaDevices(const std::string& instance_type) {
+  static const std::map<std::string, unsigned> kExpected = {
+      {"p5.48xlarge", 32}, {"p5en.48xlarge", 16}, {"p6-b200.48xlarge", 8},
+      {"p4d.24xlarge", 4}, {"g6.12xlarge", 1},
+  };
+  auto it = kExpected.find(instance_type);
+  return it == kExpected.end() ? 0 : it->second;
+}
+
+std::optional<bool> SupportsGpuDirectRdma(const std::string& instance_type) {
+  const std::string family = instance_type.substr(0, instance_type.find('.'));
+  for (const char* p : {"p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200"}) {
+    if (family == p) return true;
+  }
+  if (family.size() > 1 && family[0] == 'g' && family[1] >= '0' && family[1] <= '9') return false;
+  return std::nullopt;
+}
+
+}  // namespace efawatch::common

@@ -1,0 +1,446 @@
+// The checks of `efawatch doctor`, one function each, in docs/doctor.md's order.
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "lib/common/instance_types.h"
+#include "lib/doctor/doctor.h"
+#include "lib/doctor/known_bad.h"
+#include "lib/doctor/libraries.h"
+#include "lib/doctor/loaded.h"
+
+namespace efawatch::doctor {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string FirstLine(const fs::path& p) {
+  std::ifstream in(p);
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+std::string Env(const Target& t, const std::string& name) {
+  auto it = t.env.find(name);
+  return it == t.env.end() ? "" : it->second;
+}
+
+bool HasEnv(const Target& t, const std::string& name) { return t.env.count(name) > 0; }
+
+Check Make(std::string id, Status s, std::string summary, std::string evidence,
+           std::string fix = "") {
+  return {.id = std::move(id),
+          .status = s,
+          .summary = std::move(summary),
+          .evidence = std::move(evidence),
+          .fix = s == Status::kPass || s == Status::kSkip ? "" : std::move(fix)};
+}
+
+// What several checks share, read once.
+struct Facts {
+  std::string instance_type;  // from DMI; "" when unknown
+  unsigned efa_devices = 0;
+  std::vector<std::string> nccl;     // libnccl.so* paths, the loader's pick first
+  std::vector<std::string> plugins;  // libnccl-net*.so paths
+  std::string libfabric;             // the libfabric.so.1 the loader picks (or the mapped one)
+  std::string nccl_version;          // of nccl[0] (or the mapped one)
+  std::vector<int> plugin_versions;  // of plugins[0] (or the mapped one)
+};
+
+// The mapped file whose name starts with `prefix`, for a process (--pid): ground truth.
+std::string Mapped(const Target& t, const std::string& prefix) {
+  for (const std::string& m : t.mapped) {
+    if (fs::path(m).filename().string().starts_with(prefix)) return m;
+  }
+  return "";
+}
+
+unsigned CountEfaDevices(const Target& t) {
+  unsigned n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(InRoot(t, "/sys/class/infiniband"), ec)) {
+    const std::string driver = fs::read_symlink(e.path() / "device/driver", ec).filename().string();
+    const std::string name = e.path().filename().string();
+    if (driver == "efa" || name.starts_with("rdmap") || name.starts_with("efa")) ++n;
+  }
+  return n;
+}
+
+std::string NcclVersion(const Target& t, const std::string& path) {
+  std::string v = NcclVersionInFile(InRoot(t, path));
+  if (v.empty() && t.live) v = AskNcclVersion(path).value_or("");
+  return v;
+}
+
+Facts Gather(const Target& t) {
+  Facts f;
+  f.instance_type = FirstLine(InRoot(t, "/sys/devices/virtual/dmi/id/product_name"));
+  f.efa_devices = CountEfaDevices(t);
+  f.nccl = FindLibraries(t, "libnccl.so");
+  f.plugins = FindLibraries(t, "libnccl-net");
+  if (const std::string net = Env(t, "NCCL_NET_PLUGIN"); !net.empty()) {
+    // NCCL_NET_PLUGIN=aws-ofi names libnccl-net-aws-ofi.so; a path is used as it is.
+    auto named = net.find('/') != std::string::npos ? std::vector<std::string>{net}
+                                                    : FindLibraries(t, "libnccl-net-" + net);
+    f.plugins.insert(f.plugins.begin(), named.begin(), named.end());
+  }
+  const std::vector<std::string> fabric = FindLibraries(t, "libfabric.so.1");
+  f.libfabric = fabric.empty() ? "" : fabric.front();
+  if (const std::string m = Mapped(t, "libfabric.so"); !m.empty()) f.libfabric = m;
+  const std::string nccl =
+      Mapped(t, "libnccl.so").empty() ? (f.nccl.empty() ? "" : f.nccl[0]) : Mapped(t, "libnccl.so");
+  if (!nccl.empty()) f.nccl_version = NcclVersion(t, nccl);
+  const std::string plugin = Mapped(t, "libnccl-net").empty()
+                                 ? (f.plugins.empty() ? "" : f.plugins[0])
+                                 : Mapped(t, "libnccl-net");
+  if (!plugin.empty()) f.plugin_versions = NetPluginVersions(InRoot(t, plugin));
+  return f;
+}
+
+// --- GPU and CUDA ---------------------------------------------------------------------------
+
+Check GpuDriver(const Target& t) {
+  if (t.host_proc.empty()) {
+    return Make("gpu.driver", Status::kSkip, "an image has no driver: check the node", "");
+  }
+  const fs::path file = t.host_proc / "driver/nvidia/version";
+  const std::string line = FirstLine(file);
+  if (line.empty()) {
+    return Make("gpu.driver", Status::kSkip, "no NVIDIA driver on this machine", file.string());
+  }
+  return Make("gpu.driver", Status::kPass, "NVIDIA driver loaded", line);
+}
+
+Check GpuPeermem(const Target& t, const Facts& f) {
+  const bool peermem = fs::exists(InRoot(t, "/sys/module/nvidia_peermem"));
+  const std::optional<bool> gdr = common::SupportsGpuDirectRdma(f.instance_type);
+  if (peermem) return Make("gpu.peermem", Status::kPass, "nvidia_peermem is loaded", "");
+  if (gdr.value_or(false) && f.efa_devices > 0) {
+    return Make("gpu.peermem", Status::kWarn,
+                "no nvidia_peermem module on an instance type with GPUDirect RDMA", f.instance_type,
+                "load nvidia_peermem (modprobe nvidia_peermem), or use a driver with dma-buf "
+                "support and a libfabric that uses it");
+  }
+  return Make("gpu.peermem", Status::kSkip, "GPUDirect RDMA not expected here",
+              f.instance_type.empty() ? "instance type unknown" : f.instance_type);
+}
+
+// --- NCCL -----------------------------------------------------------------------------------
+
+Check NcclLibraries(const Target& t, const Facts& f) {
+  const std::string mapped = Mapped(t, "libnccl.so");
+  if (f.nccl.empty() && mapped.empty()) {
+    return Make("nccl.library", Status::kWarn, "no libnccl found in the library path", "",
+                "install NCCL, or check LD_LIBRARY_PATH (PyTorch wheels bring their own)");
+  }
+  std::set<std::string> versions;
+  std::string listed;
+  for (const std::string& p : f.nccl) {
+    const std::string v = NcclVersion(t, p);
+    versions.insert(v);
+    listed += (listed.empty() ? "" : ", ") + p + (v.empty() ? "" : " (" + v + ")");
+  }
+  const std::string used = mapped.empty() ? f.nccl.front() : mapped;
+  const std::string evidence = (mapped.empty() ? "loader picks " : "loaded ") + used + " " +
+                               f.nccl_version + "; found: " + listed;
+  if (versions.size() > 1) {
+    return Make("nccl.library", Status::kWarn, "more than one NCCL version is visible", evidence,
+                "remove the copies that are not meant to load, or pin one with LD_LIBRARY_PATH");
+  }
+  return Make("nccl.library", Status::kPass, "NCCL " + f.nccl_version, evidence);
+}
+
+Check NetPlugin(const Target& t, const Facts& f) {
+  const std::string mapped = Mapped(t, "libnccl-net");
+  const std::string plugin = mapped.empty() ? (f.plugins.empty() ? "" : f.plugins[0]) : mapped;
+  if (plugin.empty()) {
+    if (f.efa_devices == 0) {
+      return Make("nccl.net_plugin", Status::kSkip, "no net plugin, and no EFA device here", "");
+    }
+    return Make("nccl.net_plugin", Status::kFail,
+                "no NCCL net plugin (libnccl-net*.so) on a node with EFA: NCCL will use TCP",
+                Env(t, "NCCL_NET_PLUGIN"),
+                "install aws-ofi-nccl (the EFA installer or the AWS DLC) and put its lib directory "
+                "in LD_LIBRARY_PATH");
+  }
+  const auto needed = NeededLibraries(InRoot(t, plugin));
+  if (!needed) {
+    return Make("nccl.net_plugin", Status::kFail, "the net plugin is not an ELF64 library", plugin,
+                "reinstall aws-ofi-nccl");
+  }
+  std::vector<fs::path> dirs = SearchDirs(t);
+  dirs.push_back(fs::path(plugin).parent_path());
+  std::string missing;
+  for (const std::string& lib : *needed) {
+    bool found = false;
+    for (const fs::path& d : dirs) found = found || fs::exists(InRoot(t, (d / lib).string()));
+    if (!found) missing += (missing.empty() ? "" : ", ") + lib;
+  }
+  std::string api;
+  for (int v : f.plugin_versions) api += (api.empty() ? "v" : ", v") + std::to_string(v);
+  if (!missing.empty()) {
+    return Make("nccl.net_plugin", Status::kFail, "the net plugin's dependencies are missing",
+                plugin + " needs " + missing,
+                "add /opt/amazon/efa/lib (libfabric) to LD_LIBRARY_PATH, or install the EFA "
+                "software");
+  }
+  return Make("nccl.net_plugin", Status::kPass, "net plugin found, its dependencies resolve",
+              plugin + " (API " + (api.empty() ? "unknown" : api) + ")");
+}
+
+// --- libfabric and EFA ----------------------------------------------------------------------
+
+Check Libfabric(const Target& t, const Facts& f) {
+  if (f.libfabric.empty()) {
+    return Make("libfabric.library", f.efa_devices > 0 ? Status::kFail : Status::kWarn,
+                "no libfabric.so.1 in the library path", "",
+                "install the EFA software (/opt/amazon/efa) or add its lib directory to "
+                "LD_LIBRARY_PATH");
+  }
+  if (!t.live) {
+    return Make("libfabric.library", Status::kPass, "libfabric found (not loaded: --root)",
+                f.libfabric);
+  }
+  const LibfabricAnswer a = AskLibfabric(InRoot(t, f.libfabric).string());
+  if (!a.error.empty()) {
+    return Make("libfabric.library", Status::kFail, "libfabric does not load", a.error,
+                "check the library's dependencies (ldd)");
+  }
+  return Make("libfabric.library", Status::kPass, "libfabric " + a.version,
+              f.libfabric + " (fi_version " + a.version + ")");
+}
+
+Check EfaProvider(const Target& t, const Facts& f) {
+  if (!t.live || f.libfabric.empty()) {
+    return Make("libfabric.efa_provider", Status::kSkip,
+                t.live ? "no libfabric to ask" : "providers are only asked on a live system", "");
+  }
+  const LibfabricAnswer a = AskLibfabric(InRoot(t, f.libfabric).string());
+  const std::string evidence = f.libfabric + ": efa " + (a.efa_rdm ? "present" : "absent") +
+                               ", tcp " + (a.tcp ? "present" : "absent");
+  if (a.efa_rdm) {
+    return Make("libfabric.efa_provider", Status::kPass, "efa provider with an RDM endpoint",
+                evidence);
+  }
+  return Make("libfabric.efa_provider", Status::kFail,
+              "libfabric has no usable efa provider: NCCL traffic cannot use EFA", evidence,
+              "use the libfabric of the EFA installer (/opt/amazon/efa/lib), and give the pod "
+              "EFA devices (resource vpc.amazonaws.com/efa)");
+}
+
+Check EfaDevices(const Target& t, const Facts& f) {
+  const unsigned expected = common::ExpectedEfaDevices(f.instance_type);
+  const std::string evidence = std::to_string(f.efa_devices) + " found under " +
+                               InRoot(t, "/sys/class/infiniband").string() +
+                               (f.instance_type.empty() ? "" : ", " + f.instance_type) +
+                               (expected > 0 ? " expects " + std::to_string(expected) : "");
+  if (expected > 0 && f.efa_devices < expected) {
+    return Make("efa.devices", Status::kFail, "fewer EFA devices than the instance type has",
+                evidence, "check the EFA driver (modprobe efa) and the instance's network cards");
+  }
+  if (f.efa_devices == 0) return Make("efa.devices", Status::kSkip, "no EFA device", evidence);
+  return Make("efa.devices", Status::kPass, "EFA devices present", evidence);
+}
+
+Check Uverbs(const Target& t, const Facts& f) {
+  std::vector<fs::path> nodes;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(InRoot(t, "/dev/infiniband"), ec)) {
+    if (e.path().filename().string().starts_with("uverbs")) nodes.push_back(e.path());
+  }
+  if (nodes.empty()) {
+    if (f.efa_devices == 0) return Make("efa.uverbs", Status::kSkip, "no EFA device", "");
+    return Make("efa.uverbs", Status::kFail, "no /dev/infiniband/uverbs* here",
+                InRoot(t, "/dev/infiniband").string(),
+                "request vpc.amazonaws.com/efa in the pod (the EFA device plugin adds the "
+                "devices)");
+  }
+  if (t.live) {
+    const int fd = open(nodes.front().c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      return Make("efa.uverbs", Status::kFail, "the verbs device cannot be opened",
+                  nodes.front().string() + ": " + std::strerror(errno),
+                  "request vpc.amazonaws.com/efa in the pod");
+    }
+    close(fd);
+  }
+  return Make("efa.uverbs", Status::kPass, std::to_string(nodes.size()) + " verbs device(s)",
+              nodes.front().string());
+}
+
+// --- limits and /dev/shm --------------------------------------------------------------------
+
+// "Max locked memory  unlimited  unlimited  bytes" of /proc/PID/limits: the soft limit.
+std::string MemlockFromLimits(const fs::path& limits) {
+  std::ifstream in(limits);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("Max locked memory")) continue;
+    std::istringstream ss(line.substr(17));
+    std::string soft;
+    ss >> soft;
+    return soft;
+  }
+  return "";
+}
+
+Check Memlock(const Target& t, const Facts& f) {
+  std::string soft;
+  if (!t.proc_dir.empty()) {
+    soft = MemlockFromLimits(t.proc_dir / "limits");
+  } else if (t.live) {
+    struct rlimit rl {};
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+      soft = rl.rlim_cur == RLIM_INFINITY ? "unlimited" : std::to_string(rl.rlim_cur);
+    }
+  }
+  if (soft.empty()) return Make("limits.memlock", Status::kSkip, "memlock limit unknown", "");
+  if (soft == "unlimited") {
+    return Make("limits.memlock", Status::kPass, "RLIMIT_MEMLOCK unlimited", soft);
+  }
+  return Make("limits.memlock", f.efa_devices > 0 ? Status::kFail : Status::kWarn,
+              "RLIMIT_MEMLOCK is limited: EFA memory registration fails (reg_mr_err)",
+              soft + " bytes",
+              "run with ulimit -l unlimited (containerd: LimitMEMLOCK=infinity, or the pod's "
+              "runtime default)");
+}
+
+Check ShmSize(const Target& t) {
+  const fs::path shm = t.proc_dir.empty() ? InRoot(t, "/dev/shm") : t.proc_dir / "root/dev/shm";
+  if (!t.live && t.proc_dir.empty()) {
+    return Make("shm.size", Status::kSkip, "an image has no /dev/shm mount", "");
+  }
+  struct statvfs vfs {};
+  if (statvfs(shm.c_str(), &vfs) != 0) {
+    return Make("shm.size", Status::kSkip, "/dev/shm not readable", shm.string());
+  }
+  const uint64_t bytes = uint64_t{vfs.f_blocks} * vfs.f_frsize;
+  const std::string evidence = shm.string() + ": " + std::to_string(bytes >> 20) + " MiB";
+  if (bytes <= (64ull << 20)) {
+    return Make("shm.size", Status::kFail,
+                "/dev/shm is Kubernetes' 64 MiB default: NCCL's SHM transport runs out", evidence,
+                "mount an emptyDir with medium: Memory at /dev/shm");
+  }
+  return Make("shm.size", Status::kPass, "/dev/shm is large enough", evidence);
+}
+
+// --- settings -------------------------------------------------------------------------------
+
+Check SocketIfname(const Target& t) {
+  const std::string v = Env(t, "NCCL_SOCKET_IFNAME");
+  if (v.empty()) {
+    return Make("settings.nccl_socket_ifname", Status::kPass,
+                "NCCL_SOCKET_IFNAME unset (NCCL skips lo and docker*)", "");
+  }
+  // "^lo,docker" excludes; "=lo" or "lo" selects (prefix match).
+  const bool excludes = v.front() == '^';
+  std::string list = v.substr(excludes || v.front() == '=' ? 1 : 0);
+  bool selects_bad = false;
+  std::istringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!excludes && (item.starts_with("lo") || item.starts_with("docker"))) selects_bad = true;
+  }
+  if (selects_bad) {
+    return Make("settings.nccl_socket_ifname", Status::kFail,
+                "NCCL_SOCKET_IFNAME selects loopback or a docker bridge: a multi-node job cannot "
+                "bootstrap",
+                "NCCL_SOCKET_IFNAME=" + v,
+                "set NCCL_SOCKET_IFNAME=^lo,docker (or the node's interface, e.g. eth0)");
+  }
+  return Make("settings.nccl_socket_ifname", Status::kPass, "interface selection is routable",
+              "NCCL_SOCKET_IFNAME=" + v);
+}
+
+Check ForcedTcp(const Target& t, const Facts& f) {
+  std::string why;
+  if (Env(t, "NCCL_IB_DISABLE") == "1") why = "NCCL_IB_DISABLE=1";
+  if (Env(t, "NCCL_NET") == "Socket")
+    why += (why.empty() ? "" : ", ") + std::string("NCCL_NET=Socket");
+  if (why.empty()) {
+    return Make("settings.nccl_net", Status::kPass, "nothing forces NCCL onto TCP", "");
+  }
+  return Make("settings.nccl_net", f.efa_devices > 0 ? Status::kFail : Status::kWarn,
+              "settings force NCCL onto TCP sockets", why,
+              "unset NCCL_IB_DISABLE and NCCL_NET (aws-ofi-nccl registers as the net)");
+}
+
+Check FiProvider(const Target& t, const Facts& f) {
+  if (!HasEnv(t, "FI_PROVIDER")) {
+    return Make("settings.fi_provider", Status::kPass, "FI_PROVIDER unset", "");
+  }
+  const std::string v = Env(t, "FI_PROVIDER");
+  if (v == "efa") return Make("settings.fi_provider", Status::kPass, "FI_PROVIDER=efa", v);
+  return Make("settings.fi_provider", f.efa_devices > 0 ? Status::kFail : Status::kWarn,
+              "FI_PROVIDER selects a provider other than efa: libfabric traffic goes over TCP",
+              "FI_PROVIDER=" + v, "set FI_PROVIDER=efa (or unset it)");
+}
+
+Check DeviceRdma(const Target& t, const Facts& f) {
+  const std::optional<bool> gdr = common::SupportsGpuDirectRdma(f.instance_type);
+  const std::string v = Env(t, "FI_EFA_USE_DEVICE_RDMA");
+  if (gdr.value_or(false) && v == "0") {
+    return Make("settings.fi_efa_use_device_rdma", Status::kWarn,
+                "FI_EFA_USE_DEVICE_RDMA=0 turns RDMA read off on an instance type that has it",
+                f.instance_type, "unset FI_EFA_USE_DEVICE_RDMA or set it to 1");
+  }
+  return Make("settings.fi_efa_use_device_rdma", v.empty() ? Status::kSkip : Status::kPass,
+              v.empty() ? "FI_EFA_USE_DEVICE_RDMA unset" : "FI_EFA_USE_DEVICE_RDMA=" + v, v);
+}
+
+Check NcclDebug(const Target& t) {
+  const std::string v = Env(t, "NCCL_DEBUG");
+  if (v == "INFO" || v == "TRACE") {
+    return Make("settings.nccl_debug", Status::kPass, "NCCL_DEBUG=" + v + ": the agent sees it", v);
+  }
+  return Make("settings.nccl_debug", Status::kWarn,
+              "NCCL_DEBUG is not INFO: the agent cannot see which transport the job uses",
+              v.empty() ? "unset" : "NCCL_DEBUG=" + v, "set NCCL_DEBUG=INFO in the job");
+}
+
+Check Overrides(const Target& t) {
+  std::string set;
+  for (const char* name : {"NCCL_PROTO", "NCCL_ALGO"}) {
+    if (HasEnv(t, name)) set += (set.empty() ? "" : ", ") + std::string(name) + "=" + Env(t, name);
+  }
+  if (set.empty()) return Make("settings.nccl_overrides", Status::kPass, "no overrides", "");
+  return Make("settings.nccl_overrides", Status::kWarn,
+              "NCCL's protocol or algorithm choice is overridden", set,
+              "remove the override unless a measurement asked for it");
+}
+
+void KnownBadChecks(const Target& t, const Facts& f, std::vector<Check>* out) {
+  const Versions v{.nccl = f.nccl_version,
+                   .plugin = f.plugin_versions,
+                   .instance_type = f.instance_type,
+                   .efa_use_device_rdma = Env(t, "FI_EFA_USE_DEVICE_RDMA")};
+  const std::vector<KnownBad> bad = MatchKnownBad(v);
+  if (bad.empty()) {
+    out->push_back(Make("known_bad", Status::kPass, "no known-bad combination", ""));
+  }
+  for (const KnownBad& b : bad) {
+    out->push_back(Make("known_bad." + b.id, Status::kFail, b.problem, b.source, b.fix));
+  }
+}
+
+}  // namespace
+
+std::vector<Check> RunChecks(const Target& t) {
+  const Facts f = Gather(t);
+  std::vector<Check> out = {
+      GpuDriver(t),     GpuPeermem(t, f),  NcclLibraries(t, f), NetPlugin(t, f),
+      Libfabric(t, f),  EfaProvider(t, f), EfaDevices(t, f),    Uverbs(t, f),
+      Memlock(t, f),       ShmSize(t),        SocketIfname(t),     ForcedTcp(t, f),
+      FiProvider(t, f), DeviceRdma(t, f),  NcclDebug(t),        Overrides(t)};
+  KnownBadChecks(t, f, &out);
+  return out;
+}
+
+}  // namespace efawatch::doctor

@@ -1,0 +1,310 @@
+// lib/doctor on fixture roots (an image or node filesystem laid out in a temporary directory), a
+// fixture /proc tree, and this machine's real libfabric and NCCL.
+
+#include "lib/doctor/doctor.h"
+
+#include <gtest/gtest.h>
+#include <rdma/fabric.h>
+#include <sys/mount.h>
+
+#include <filesystem>
+
+#include "lib/common/instance_types.h"
+#include "lib/doctor/known_bad.h"
+#include "lib/doctor/libraries.h"
+#include "lib/doctor/loaded.h"
+#include "tests/support/subprocess.h"
+
+namespace efawatch::doctor {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+using testing::WriteFile;
+
+class DoctorTest : public ::testing::Test {
+ protected:
+  // A file below the fixture root, with its directories.
+  void Put(const std::string& path, const std::string& content = "") {
+    const fs::path p = fs::path(dir_.path()) / "root" / fs::path(path).relative_path();
+    fs::create_directories(p.parent_path());
+    WriteFile(p.string(), content);
+  }
+  void Link(const std::string& path, const std::string& to) {
+    const fs::path p = fs::path(dir_.path()) / "root" / fs::path(path).relative_path();
+    fs::create_directories(p.parent_path());
+    fs::create_symlink(to, p);
+  }
+  // An EFA node of `type` with `devices` EFA devices.
+  void EfaNode(const std::string& type, unsigned devices) {
+    Put("/sys/devices/virtual/dmi/id/product_name", type + "\n");
+    for (unsigned i = 0; i < devices; ++i) {
+      Put("/sys/class/infiniband/rdmap" + std::to_string(i) + "s0/node_type", "1: CA\n");
+    }
+  }
+  void FakeNccl(const std::string& dir, const std::string& version) {
+    Put(dir + "/libnccl.so.2", std::string("\x7f"
+                                           "ELF junk ") +
+                                   version + "+cuda12.4" + '\0');
+  }
+  // The fake plugin and, unless `without` names one, every library it needs.
+  void Plugin(const std::string& without = "") {
+    const fs::path to = fs::path(dir_.path()) / "root/opt/amazon/ofi-nccl/lib/libnccl-net.so";
+    fs::create_directories(to.parent_path());
+    fs::copy_file(FAKE_NET_PLUGIN, to);
+    const std::optional<std::vector<std::string>> needed = NeededLibraries(FAKE_NET_PLUGIN);
+    ASSERT_TRUE(needed.has_value());
+    for (const std::string& lib : *needed) {
+      if (lib != without) Put("/opt/amazon/efa/lib/" + lib);
+    }
+  }
+  Check Run(const std::string& id, const std::map<std::string, std::string>& env = {}) {
+    for (const Check& c : RunChecks(RootTarget(dir_.File("root"), env))) {
+      if (c.id == id) return c;
+    }
+    ADD_FAILURE() << "no check " << id;
+    return {};
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(DoctorTest, NcclLibraryVersionAndTwoVersionsWarn) {
+  FakeNccl("/usr/lib/x86_64-linux-gnu", "2.21.5");
+  Check c = Run("nccl.library");
+  EXPECT_EQ(c.status, Status::kPass);
+  EXPECT_EQ(c.summary, "NCCL 2.21.5");
+  FakeNccl("/usr/local/lib/python3.11/dist-packages/nvidia/nccl/lib", "2.26.2");
+  c = Run("nccl.library");
+  EXPECT_EQ(c.status, Status::kWarn) << c.evidence;
+  EXPECT_NE(c.evidence.find("2.26.2"), std::string::npos);
+  EXPECT_FALSE(c.fix.empty());
+}
+
+TEST_F(DoctorTest, LdLibraryPathDecidesWhichNcclLoads) {
+  FakeNccl("/usr/lib/x86_64-linux-gnu", "2.21.5");
+  FakeNccl("/opt/nccl/lib", "2.28.9");
+  EXPECT_TRUE(
+      Run("nccl.library")
+          .evidence.starts_with("loader picks /usr/lib/x86_64-linux-gnu/libnccl.so.2 2.21.5;"));
+  EXPECT_TRUE(Run("nccl.library", {{"LD_LIBRARY_PATH", "/opt/nccl/lib"}})
+                  .evidence.starts_with("loader picks /opt/nccl/lib/libnccl.so.2 2.28.9;"));
+}
+
+TEST_F(DoctorTest, NetPluginMissingOnAnEfaNodeFails) {
+  EfaNode("p5.48xlarge", 32);
+  Check c = Run("nccl.net_plugin");
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_NE(c.fix.find("aws-ofi-nccl"), std::string::npos);
+}
+
+TEST_F(DoctorTest, NetPluginPassesWhenItsDependenciesResolve) {
+  EfaNode("p5.48xlarge", 32);
+  Plugin();
+  const Check c = Run("nccl.net_plugin");
+  EXPECT_EQ(c.status, Status::kPass) << c.summary << " " << c.evidence;
+  EXPECT_NE(c.evidence.find("API v8"), std::string::npos) << c.evidence;
+}
+
+TEST_F(DoctorTest, NetPluginWithoutLibfabricFails) {
+  EfaNode("p5.48xlarge", 32);
+  Plugin("libfabric.so.1");
+  const Check c = Run("nccl.net_plugin");
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_NE(c.evidence.find("libfabric.so.1"), std::string::npos) << c.evidence;
+}
+
+TEST_F(DoctorTest, LibfabricMissingOnAnEfaNodeFailsAndFoundPasses) {
+  EfaNode("g6.12xlarge", 1);
+  EXPECT_EQ(Run("libfabric.library").status, Status::kFail);
+  Put("/opt/amazon/efa/lib/libfabric.so.1");
+  const Check c = Run("libfabric.library");
+  EXPECT_EQ(c.status, Status::kPass);
+  EXPECT_EQ(c.evidence, "/opt/amazon/efa/lib/libfabric.so.1");
+}
+
+TEST_F(DoctorTest, EfaDevicesAgainstTheInstanceType) {
+  EfaNode("p5.48xlarge", 2);
+  Check c = Run("efa.devices");
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_NE(c.evidence.find("expects 32"), std::string::npos) << c.evidence;
+  EfaNode("p5.48xlarge", 32);
+  EXPECT_EQ(Run("efa.devices").status, Status::kPass);
+}
+
+TEST_F(DoctorTest, VerbsDevicesNeededOnAnEfaNode) {
+  EfaNode("g6.12xlarge", 1);
+  EXPECT_EQ(Run("efa.uverbs").status, Status::kFail);
+  Put("/dev/infiniband/uverbs0");
+  EXPECT_EQ(Run("efa.uverbs").status, Status::kPass);
+}
+
+TEST_F(DoctorTest, PeermemExpectedWhereGpuDirectRdmaIs) {
+  EfaNode("p5.48xlarge", 32);
+  EXPECT_EQ(Run("gpu.peermem").status, Status::kWarn);
+  Put("/sys/module/nvidia_peermem/refcnt", "0\n");
+  EXPECT_EQ(Run("gpu.peermem").status, Status::kPass);
+  EXPECT_EQ(common::SupportsGpuDirectRdma("g6.12xlarge"), false);
+}
+
+TEST_F(DoctorTest, SettingsEachWay) {
+  EfaNode("p5.48xlarge", 32);
+  EXPECT_EQ(Run("settings.nccl_socket_ifname", {{"NCCL_SOCKET_IFNAME", "lo"}}).status,
+            Status::kFail);
+  EXPECT_EQ(Run("settings.nccl_socket_ifname", {{"NCCL_SOCKET_IFNAME", "=docker0"}}).status,
+            Status::kFail);
+  EXPECT_EQ(Run("settings.nccl_socket_ifname", {{"NCCL_SOCKET_IFNAME", "^lo,docker"}}).status,
+            Status::kPass);
+  EXPECT_EQ(Run("settings.nccl_net", {{"NCCL_IB_DISABLE", "1"}}).status, Status::kFail);
+  EXPECT_EQ(Run("settings.nccl_net", {{"NCCL_NET", "Socket"}}).status, Status::kFail);
+  EXPECT_EQ(Run("settings.nccl_net").status, Status::kPass);
+  EXPECT_EQ(Run("settings.fi_provider", {{"FI_PROVIDER", "tcp"}}).status, Status::kFail);
+  EXPECT_EQ(Run("settings.fi_provider", {{"FI_PROVIDER", "efa"}}).status, Status::kPass);
+  EXPECT_EQ(Run("settings.fi_efa_use_device_rdma", {{"FI_EFA_USE_DEVICE_RDMA", "0"}}).status,
+            Status::kWarn);
+  EXPECT_EQ(Run("settings.fi_efa_use_device_rdma", {{"FI_EFA_USE_DEVICE_RDMA", "1"}}).status,
+            Status::kPass);
+  EXPECT_EQ(Run("settings.nccl_debug").status, Status::kWarn);
+  EXPECT_EQ(Run("settings.nccl_debug", {{"NCCL_DEBUG", "INFO"}}).status, Status::kPass);
+  EXPECT_EQ(Run("settings.nccl_overrides", {{"NCCL_PROTO", "Simple"}}).status, Status::kWarn);
+  EXPECT_EQ(Run("settings.nccl_overrides").status, Status::kPass);
+}
+
+TEST_F(DoctorTest, SettingsThatForceTcpOnlyWarnWithoutEfa) {
+  EXPECT_EQ(Run("settings.fi_provider", {{"FI_PROVIDER", "tcp"}}).status, Status::kWarn);
+  EXPECT_EQ(Run("settings.nccl_net", {{"NCCL_IB_DISABLE", "1"}}).status, Status::kWarn);
+}
+
+Versions Np(const std::string& nccl, std::vector<int> plugin) {
+  Versions v;
+  v.nccl = nccl;
+  v.plugin = std::move(plugin);
+  return v;
+}
+
+Versions Gr(const std::string& type, const std::string& rdma) {
+  Versions v;
+  v.instance_type = type;
+  v.efa_use_device_rdma = rdma;
+  return v;
+}
+
+TEST(KnownBadTest, EveryRowMatchesItsCaseAndNotItsNeighbours) {
+  auto ids = [](const Versions& v) {
+    std::vector<std::string> out;
+    for (const KnownBad& b : MatchKnownBad(v)) out.push_back(b.id);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ids(Np("2.21.5", {4})), V{"nccl_2.19_plugin_v4"});
+  EXPECT_EQ(ids(Np("2.21.5", {4, 5, 8})), V{});
+  EXPECT_EQ(ids(Np("2.18.6", {4})), V{});
+  EXPECT_EQ(ids(Np("2.18.3", {6, 7, 8})), V{"nccl_2.13_plugin_v6"});
+  EXPECT_EQ(ids(Np("2.18.3", {5, 6})), V{});
+  EXPECT_EQ(ids(Np("2.19.1", {})), V{});
+  EXPECT_EQ(ids(Gr("g6.12xlarge", "1")), V{"g_series_device_rdma"});
+  EXPECT_EQ(ids(Gr("p5.48xlarge", "1")), V{});
+  for (const auto& v : {Np("2.21.5", {4}), Np("2.18.3", {8}), Gr("g5.48xlarge", "1")}) {
+    for (const KnownBad& b : MatchKnownBad(v)) {
+      EXPECT_FALSE(b.source.empty()) << b.id;
+      EXPECT_FALSE(b.fix.empty()) << b.id;
+    }
+  }
+  EXPECT_EQ(VersionCode("2.19.1"), 21901);
+  EXPECT_EQ(VersionCode("x"), 0);
+}
+
+TEST_F(DoctorTest, KnownBadRowFromTheFilesFound) {
+  FakeNccl("/usr/lib/x86_64-linux-gnu", "2.21.5");
+  Put("/opt/amazon/ofi-nccl/lib/libnccl-net.so", std::string("ncclNetPlugin_v4") + '\0');
+  const Check c = Run("known_bad.nccl_2.19_plugin_v4");
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_NE(c.evidence.find("src/net.cc"), std::string::npos);
+}
+
+// A fixture /proc: one process with its environment, maps, limits and root.
+TEST_F(DoctorTest, ProcessTargetReadsEnvironmentMapsAndLimits) {
+  const fs::path proc = fs::path(dir_.path()) / "proc";
+  const fs::path p = proc / "4242";
+  fs::create_directories(p / "root/usr/lib");
+  WriteFile((p / "root/usr/lib/libfabric.so.1").string(), "");
+  WriteFile((p / "environ").string(),
+            std::string("NCCL_SOCKET_IFNAME=lo") + '\0' + "FI_PROVIDER=tcp" + '\0');
+  WriteFile((p / "maps").string(),
+            "7f00-7f01 r-xp 00000000 08:01 12 /usr/lib/libfabric.so.1\n7f02-7f03 rw-p 0 0:0 0\n");
+  WriteFile((p / "limits").string(),
+            "Limit                     Soft Limit           Hard Limit           Units\n"
+            "Max locked memory         65536                65536                bytes\n");
+  auto t = ProcessTarget(proc, 4242);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->env.at("FI_PROVIDER"), "tcp");
+  ASSERT_EQ(t->mapped.size(), 1u);
+  EXPECT_EQ(t->mapped[0], "/usr/lib/libfabric.so.1");
+  t->live = false;  // the fixture library is not a real one: do not load it
+  std::map<std::string, Check> by_id;
+  for (const Check& c : RunChecks(*t)) by_id[c.id] = c;
+  EXPECT_EQ(by_id["limits.memlock"].status, Status::kWarn);  // no EFA device in the fixture
+  EXPECT_EQ(by_id["limits.memlock"].evidence, "65536 bytes");
+  EXPECT_EQ(by_id["settings.nccl_socket_ifname"].status, Status::kFail);
+  EXPECT_EQ(by_id["libfabric.library"].evidence, "/usr/lib/libfabric.so.1");
+  WriteFile((p / "limits").string(),
+            "Max locked memory         unlimited            unlimited            bytes\n");
+  for (const Check& c : RunChecks(*t)) by_id[c.id] = c;
+  EXPECT_EQ(by_id["limits.memlock"].status, Status::kPass);
+  EXPECT_FALSE(ProcessTarget(proc, 1).ok());
+}
+
+// /dev/shm through the process's root: a 64 MiB tmpfs (Kubernetes' default) fails, 1 GiB passes.
+TEST_F(DoctorTest, ShmSizeOfTheProcess) {
+  const fs::path proc = fs::path(dir_.path()) / "proc";
+  const fs::path shm = proc / "7/root/dev/shm";
+  fs::create_directories(shm);
+  WriteFile((proc / "7/environ").string(), "");
+  for (auto [size, want] : {std::pair{"64m", Status::kFail}, std::pair{"1g", Status::kPass}}) {
+    if (mount("tmpfs", shm.c_str(), "tmpfs", 0, (std::string("size=") + size).c_str()) != 0) {
+      GTEST_SKIP() << "mounting a tmpfs needs root: " << std::strerror(errno);
+    }
+    auto t = ProcessTarget(proc, 7);
+    ASSERT_TRUE(t.ok());
+    Check got;
+    for (const Check& c : RunChecks(*t)) {
+      if (c.id == "shm.size") got = c;
+    }
+    umount(shm.c_str());
+    EXPECT_EQ(got.status, want) << got.evidence;
+  }
+}
+
+// This machine's real libfabric: its version through fi_version, the efa provider absent (no
+// EFA here) with a fix, tcp present.
+TEST(DoctorRealLibrariesTest, Libfabric) {
+  std::map<std::string, Check> by_id;
+  for (const Check& c : RunChecks(SelfTarget({}))) by_id[c.id] = c;
+  const uint32_t v = fi_version();
+  const std::string version = std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
+  EXPECT_EQ(by_id["libfabric.library"].status, Status::kPass);
+  EXPECT_EQ(by_id["libfabric.library"].summary, "libfabric " + version);
+  const Check& efa = by_id["libfabric.efa_provider"];
+  if (efa.status == Status::kPass) GTEST_SKIP() << "this machine has an efa provider";
+  EXPECT_EQ(efa.status, Status::kFail);
+  EXPECT_FALSE(efa.fix.empty());
+  EXPECT_NE(efa.evidence.find("tcp present"), std::string::npos) << efa.evidence;
+}
+
+// The NCCL CUDA installs: the version the check reports is the one the library itself returns
+// from ncclGetVersion.
+TEST(DoctorRealLibrariesTest, NcclUnderCuda) {
+  const std::string lib = "/usr/local/cuda/lib64/libnccl.so.2";
+  if (!fs::exists(lib)) GTEST_SKIP() << "no NCCL at " << lib;
+  const std::optional<std::string> asked = AskNcclVersion(lib);
+  ASSERT_TRUE(asked.has_value());
+  EXPECT_EQ(NcclVersionInFile(lib), *asked);
+  Check got;
+  for (const Check& c : RunChecks(SelfTarget({{"LD_LIBRARY_PATH", "/usr/local/cuda/lib64"}}))) {
+    if (c.id == "nccl.library") got = c;
+  }
+  EXPECT_EQ(got.summary, "NCCL " + *asked) << got.evidence;
+}
+
+}  // namespace
+}  // namespace efawatch::doctor
