@@ -48,6 +48,8 @@ void Fill(const common::NodeHealth& h, v1::NodeHealth* out) {
     pv->set_container(p.container);
     pv->set_workload_kind(p.workload_kind);
     pv->set_workload(p.workload);
+    pv->set_source(p.source);
+    pv->set_files(p.files);
     ToProto(p.nccl, pv);
   }
 }
