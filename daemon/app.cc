@@ -70,6 +70,7 @@ logs::TailerOptions TailerOptionsFrom(const Config& c) {
   o.volumes.volume_root = c.paths.pod_volume_root;
   o.volumes.debug_file_patterns = c.pod_volume_patterns;
   o.volumes.max_files_per_pod = c.max_log_files_per_pod;
+  if (c.container_rootfs) o.volumes.container_rootfs_procfs = c.paths.procfs;
   std::error_code ec;
   std::filesystem::create_directories(c.state_dir, ec);
   if (std::filesystem::is_directory(c.state_dir, ec)) {

@@ -128,6 +128,10 @@ const std::vector<Option>& Options() {
       {"max-log-files-per-pod", false,
        "Most pod volume files followed per pod; the least recently written are left (counted).",
        Unsigned(&Config::max_log_files_per_pod, "max-log-files-per-pod", 1, 100000)},
+      {"container-rootfs", true,
+       "Also read Ray session logs inside containers without a /tmp/ray volume, through "
+       "<procfs-root>/<pid>/root (needs the host's PID namespace).",
+       Bool(&Config::container_rootfs, "container-rootfs")},
       {"state-dir", false, "Directory for the agent's state (checkpoints).",
        [](Config& c, const std::string& v) {
          c.state_dir = v;

@@ -54,6 +54,8 @@ struct Config {
   // NCCL_DEBUG_FILE outputs in pod volumes, by file name (logs::PodVolumeOptions).
   std::vector<std::string> pod_volume_patterns = {"nccl*.log", "nccl.*.*", "*.nccl"};
   unsigned max_log_files_per_pod = 256;  // logs::PodVolumeOptions says why
+  // Ray session logs in containers' own filesystems through <procfs>/<pid>/root (needs hostPID).
+  bool container_rootfs = false;
   // Fleet ping mesh (probes/mesh); off unless a discovery is chosen.
   std::string mesh_discovery = "off";  // off | static | dns | kubernetes
   std::string mesh_peers;              // static: [node=]host[:port][/group],...

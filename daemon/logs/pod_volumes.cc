@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 namespace efawatch::logs {
@@ -223,6 +225,94 @@ bool IsRayLogName(const std::string& name) {
   // worker-<worker id>-<job id>-<pid>: a rotated "worker-...-<pid>.1.out" has no all-digit pid.
   const size_t dash = n.rfind('-');
   return dash != std::string_view::npos && dash > 7 && AllDigits(n.substr(dash + 1));
+}
+
+CgroupPod PodOfCgroup(std::string_view text) {
+  CgroupPod out;
+  for (size_t start = 0; start < text.size();) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string_view line = text.substr(start, nl - start);
+    start = nl + 1;
+    if (line.find("kubepods") == std::string_view::npos) continue;
+    // "pod<uid>" after '/' or '-' ("kubepods" itself is followed by '/', '-' or '.').
+    size_t pod = line.find("pod");
+    while (pod != std::string_view::npos &&
+           (pod == 0 || (line[pod - 1] != '/' && line[pod - 1] != '-') || pod + 3 >= line.size() ||
+            std::isxdigit(static_cast<unsigned char>(line[pod + 3])) == 0)) {
+      pod = line.find("pod", pod + 3);
+    }
+    if (pod == std::string_view::npos) continue;
+    std::string_view rest = line.substr(pod + 3);
+    const size_t slash = rest.find('/');
+    if (slash == std::string_view::npos) continue;
+    std::string uid(rest.substr(0, slash));
+    if (uid.ends_with(".slice")) uid.resize(uid.size() - 6);
+    std::replace(uid.begin(), uid.end(), '_', '-');  // systemd escapes '-' as '_'
+    std::string_view id = rest.substr(rest.rfind('/') + 1);
+    if (id.ends_with(".scope")) id.remove_suffix(6);
+    if (const size_t dash = id.rfind('-'); dash != std::string_view::npos)
+      id.remove_prefix(dash + 1);
+    if (uid.empty() || id.size() < 12) continue;
+    out.uid = uid;
+    out.container_id = std::string(id);
+    return out;
+  }
+  return out;
+}
+
+void ScanContainerRootfs(const PodVolumeOptions& options, VolumeScan& out) {
+  if (options.container_rootfs_procfs.empty()) return;
+  const auto names = PodNamesByUid(options.pod_log_root);
+  std::map<std::string, std::pair<uint64_t, CgroupPod>> first;  // container id -> lowest pid
+  std::error_code ec;
+  for (auto d = fs::directory_iterator(options.container_rootfs_procfs, ec);
+       !ec && d != fs::directory_iterator(); d.increment(ec)) {
+    const std::string pid = d->path().filename().string();
+    if (!AllDigits(pid)) continue;
+    std::ifstream in(d->path() / "cgroup");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CgroupPod cp = PodOfCgroup(text);
+    if (cp.uid.empty() || !names.contains(cp.uid)) continue;
+    const uint64_t n = std::stoull(pid);
+    auto [it, added] = first.try_emplace(cp.container_id, n, cp);
+    if (!added && n < it->second.first) it->second = {n, cp};
+  }
+  for (const auto& [id, entry] : first) {
+    const auto& [ns, pod] = names.at(entry.second.uid);
+    const fs::path ray =
+        options.container_rootfs_procfs / std::to_string(entry.first) / "root/tmp/ray";
+    std::error_code ec2;
+    const fs::path target = fs::read_symlink(ray / "session_latest", ec2);
+    if (ec2) continue;
+    const std::string session = target.filename().string();
+    const fs::path logs = ray / session / "logs";
+    if (!session.starts_with("session_") || fs::is_symlink(ray / session, ec2) ||
+        !fs::is_directory(logs, ec2) || fs::is_symlink(logs, ec2)) {
+      continue;
+    }
+    out.dirs.push_back(logs);
+    out.live_dirs.push_back(logs);
+    for (auto f = fs::directory_iterator(logs, ec2); !ec2 && f != fs::directory_iterator();
+         f.increment(ec2)) {
+      if (!IsRayLogName(f->path().filename().string())) continue;
+      std::error_code ec3;
+      if (f->is_symlink(ec3)) {
+        out.refused.push_back(f->path());
+        continue;
+      }
+      LogSource s;
+      s.path = f->path();
+      s.format = Format::kPlain;
+      s.origin = Origin::kContainerRootfs;
+      s.namespace_name = ns;
+      s.pod = pod;
+      s.uid = entry.second.uid;
+      s.container = "(rootfs:" + id.substr(0, 12) + ")";
+      s.run = session;
+      out.files.push_back(std::move(s));
+    }
+  }
 }
 
 VolumeScan ScanPodVolumes(const PodVolumeOptions& given) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct PodVolumeOptions {
   /// Files followed per pod: beyond it the least recently written are left (and counted). A
   /// long-running Ray cluster leaves one .out and one .err per worker process it ever started.
   size_t max_files_per_pod = 256;
+  /// Opt-in: also each container's own /tmp/ray (Ray's default, without a volume), read as
+  /// <procfs>/<pid>/root/tmp/ray/session_latest/logs/ of the container's first process, the pod
+  /// from the process's cgroup. Needs the host's PID namespace. Empty: off.
+  std::filesystem::path container_rootfs_procfs;
 };
 
 /// What one walk of the pod volumes found.
@@ -58,5 +63,19 @@ bool IsRayLogName(const std::string& name);
 /// is read as the session directory of that name beside the link. Stateless; called from the
 /// tailer's thread.
 VolumeScan ScanPodVolumes(const PodVolumeOptions& options);
+
+/// The pod uid and container id a /proc/<pid>/cgroup names (cgroup v1 or v2, cgroupfs or
+/// systemd driver: ".../kubepods/burstable/pod<uid>/<id>",
+/// ".../kubepods-besteffort-pod<uid with _>.slice/cri-containerd-<id>.scope"), or empty uid.
+struct CgroupPod {
+  std::string uid;
+  std::string container_id;
+};
+CgroupPod PodOfCgroup(std::string_view cgroup_file_text);
+
+/// The Ray session files in the containers' own filesystems (container_rootfs_procfs): one
+/// process per container (the lowest pid, the container's first, so the path stays the same
+/// while the container runs). Symlinks there are never followed (refused). Appends to `out`.
+void ScanContainerRootfs(const PodVolumeOptions& options, VolumeScan& out);
 
 }  // namespace efawatch::logs

@@ -266,10 +266,13 @@ void Tailer::ScanGlob(const std::string& pattern, Discovered& d) {
 }
 
 void Tailer::ScanVolumes(Discovered& d) {
-  if (options_.volumes.volume_root.empty()) return;
+  if (options_.volumes.volume_root.empty() && options_.volumes.container_rootfs_procfs.empty()) {
+    return;
+  }
   PodVolumeOptions o = options_.volumes;
   o.pod_log_root = options_.pod_log_root;
   VolumeScan scan = ScanPodVolumes(o);
+  ScanContainerRootfs(o, scan);
   for (const auto& p : scan.refused) {
     if (refused_.insert(p.string()).second) {
       ++counters_.files_refused;
@@ -290,8 +293,9 @@ void Tailer::ScanVolumes(Discovered& d) {
 bool Tailer::VolumePodGone(const LogSource& src) const {
   std::error_code ec;
   const std::string log_dir = src.namespace_name + "_" + src.pod + "_" + src.uid;
-  return !fs::exists(options_.volumes.volume_root / src.uid, ec) ||
-         !fs::exists(options_.pod_log_root / log_dir, ec);
+  if (!fs::exists(options_.pod_log_root / log_dir, ec)) return true;
+  return src.origin == Origin::kPodVolume &&
+         !fs::exists(options_.volumes.volume_root / src.uid, ec);
 }
 
 void Tailer::Track(const LogSource& src) {
@@ -329,7 +333,7 @@ void Tailer::DropGone(const Discovered& d) {
     // container's directory is gone too, the source is gone.
     ReadFile(*it->second, true);
     const LogSource& gone = it->second->source;
-    if (gone.origin == Origin::kPodVolume) {
+    if (gone.origin == Origin::kPodVolume || gone.origin == Origin::kContainerRootfs) {
       // A file of the current session that vanished was renamed by Ray's rotation: keep it
       // until its successor comes (Track). Anything else (an older session, a file over the
       // pod's cap, a deleted pod) is closed here.

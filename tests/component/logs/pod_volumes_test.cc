@@ -230,5 +230,62 @@ TEST_F(PodVolumesTest, TailerCountsRefusedSymlinksOnce) {
   EXPECT_THAT(sink.lines, IsEmpty());
 }
 
+TEST(ContainerRootfsTest, ReadsThePodFromTheCgroupOfEitherDriver) {
+  const CgroupPod systemd = PodOfCgroup(
+      "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b3c4d_0000_1111_2222_"
+      "333344445555.slice/cri-containerd-"
+      "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789.scope\n");
+  EXPECT_EQ(systemd.uid, "1a2b3c4d-0000-1111-2222-333344445555");
+  EXPECT_EQ(systemd.container_id,
+            "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+  const CgroupPod cgroupfs = PodOfCgroup(
+      "12:memory:/kubepods/besteffort/pod9f8e7d6c-0000-1111-2222-333344445555/"
+      "0123456789ab0123456789ab0123456789ab0123456789ab0123456789abcdef\n");
+  EXPECT_EQ(cgroupfs.uid, "9f8e7d6c-0000-1111-2222-333344445555");
+  EXPECT_EQ(PodOfCgroup("0::/user.slice/user-1000.slice/session-3.scope\n").uid, "");
+}
+
+TEST_F(PodVolumesTest, ContainerRootfsFindsRaySessionsThroughAFixtureProcTree) {
+  const std::string uid = "1a2b3c4d-0000-1111-2222-333344445555";
+  fs::create_directories(Root() / "logs" / ("ray_rc-head_" + uid) / "ray-head");
+  const std::string cgroup =
+      "0::/kubepods.slice/kubepods-pod1a2b3c4d_0000_1111_2222_333344445555.slice/"
+      "cri-containerd-abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789.scope\n";
+  // Two processes of the container (the first one's root is read) and one outside Kubernetes.
+  for (const char* pid : {"4711", "4800"}) {
+    fs::create_directories(Root() / "proc" / pid);
+    Append(Root() / "proc" / pid / "cgroup", cgroup);
+  }
+  fs::create_directories(Root() / "proc/1");
+  Append(Root() / "proc/1/cgroup", "0::/init.scope\n");
+  fs::create_directories(Root() / "proc/self");
+  const fs::path ray = Root() / "proc/4711/root/tmp/ray";
+  fs::create_directories(ray / "session_2026-03-02_09-00-00_1_1/logs");
+  fs::create_directories(ray / "session_2026-03-01_09-00-00_1_1/logs");
+  fs::create_symlink("/tmp/ray/session_2026-03-02_09-00-00_1_1", ray / "session_latest");
+  Append(ray / "session_2026-03-02_09-00-00_1_1/logs/job-driver-raysubmit_1.log", "d\n");
+  Append(ray / "session_2026-03-01_09-00-00_1_1/logs/job-driver-raysubmit_0.log", "old\n");
+  fs::create_symlink("/etc/hostname",
+                     ray / "session_2026-03-02_09-00-00_1_1/logs/worker-a-b-1.out");
+
+  PodVolumeOptions o = Options();
+  o.volume_root.clear();
+  o.container_rootfs_procfs = Root() / "proc";
+  VolumeScan s;
+  ScanContainerRootfs(o, s);
+  ASSERT_EQ(s.files.size(), 1u);
+  EXPECT_EQ(s.files[0].Key(), "ray/rc-head/(rootfs:abcdef012345)");
+  EXPECT_EQ(s.files[0].origin, Origin::kContainerRootfs);
+  EXPECT_EQ(s.files[0].run, "session_2026-03-02_09-00-00_1_1");
+  EXPECT_EQ(s.files[0].path,
+            ray / "session_2026-03-02_09-00-00_1_1/logs/job-driver-raysubmit_1.log");
+  EXPECT_EQ(s.refused.size(), 1u) << "symlinks in a container's filesystem are never followed";
+
+  // Off unless asked for.
+  VolumeScan off;
+  ScanContainerRootfs(Options(), off);
+  EXPECT_THAT(off.files, IsEmpty());
+}
+
 }  // namespace
 }  // namespace efawatch::logs
