@@ -254,6 +254,10 @@ void PrintText(const nccl::Report& r, std::ostream& out) {
   out << "processes:      " << r.processes.size() << "\n";
   out << "lines:          " << s.lines << " (" << s.nccl_lines << " NCCL, " << s.malformed_lines
       << " malformed, " << s.warn_records << " WARN)\n";
+  if (s.ray_repeated_lines != 0) {
+    out << "ray folded:     " << s.ray_repeated_lines
+        << " more lines (Ray's \"[repeated Nx across cluster]\"; RAY_DEDUP_LOGS=0 shows them)\n";
+  }
   if (r.findings.empty()) return;
   out << "\nfindings:\n";
   // One entry per kind and severity; the first evidence stands for all of them.

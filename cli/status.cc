@@ -38,7 +38,11 @@ void PrintText(const v1::NodeHealth& h, std::ostream& out) {
                 : std::string("ok"))
         << "  " << p.transport() << (p.ofi_provider().empty() ? "" : " (" + p.ofi_provider() + ")")
         << "  NCCL " << p.nccl_version()
-        << (p.workload().empty() ? "" : "  " + p.workload_kind() + " " + p.workload()) << "\n";
+        << (p.workload().empty() ? "" : "  " + p.workload_kind() + " " + p.workload())
+        << (p.source().empty() ? ""
+                               : "  from " + p.source() + " (" + std::to_string(p.files()) +
+                                     (p.files() == 1 ? " file)" : " files)"))
+        << "\n";
   }
   out << "findings: " << (h.findings().empty() ? "none" : "") << "\n";
   for (const auto& f : h.findings()) {

@@ -67,6 +67,10 @@ logs::TailerOptions TailerOptionsFrom(const Config& c) {
   o.pod_log_root = c.paths.pod_log_root;
   o.max_files = c.max_log_files;
   o.globs = c.log_globs;
+  o.volumes.volume_root = c.paths.pod_volume_root;
+  o.volumes.debug_file_patterns = c.pod_volume_patterns;
+  o.volumes.max_files_per_pod = c.max_log_files_per_pod;
+  if (c.container_rootfs) o.volumes.container_rootfs_procfs = c.paths.procfs;
   std::error_code ec;
   std::filesystem::create_directories(c.state_dir, ec);
   if (std::filesystem::is_directory(c.state_dir, ec)) {
@@ -421,8 +425,14 @@ common::NodeHealth App::GetNodeHealth() const {
   if (pods_) {
     for (const auto& v : pods_->Verdicts()) {
       if (v.nccl_lines == 0 || v.gone) continue;
-      common::PodVerdict p{
-          v.source.namespace_name, v.source.pod, v.source.container, v.nccl, {}, {}};
+      common::PodVerdict p{v.source.namespace_name,
+                           v.source.pod,
+                           v.source.container,
+                           v.nccl,
+                           {},
+                           {},
+                           std::string(logs::OriginName(v.source.origin)),
+                           v.files};
       if (workloads_) {
         if (auto w = workloads_->Lookup(v.source.namespace_name, v.source.pod)) {
           p.workload_kind = w->kind;

@@ -115,6 +115,23 @@ const std::vector<Option>& Options() {
        Path(&common::HostPaths::procfs)},
       {"pod-log-root", false, "Kubernetes pod log directory to analyze.",
        Path(&common::HostPaths::pod_log_root)},
+      {"pod-volume-root", false,
+       "kubelet's pods directory: Ray session logs and NCCL_DEBUG_FILE outputs in pod volumes "
+       "are analyzed per pod (empty: off).",
+       Path(&common::HostPaths::pod_volume_root)},
+      {"pod-volume-patterns", false,
+       "Comma-separated fnmatch(3) file name patterns of NCCL_DEBUG_FILE outputs in pod volumes.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         c.pod_volume_patterns = absl::StrSplit(v, ',', absl::SkipWhitespace());
+         return absl::OkStatus();
+       }},
+      {"max-log-files-per-pod", false,
+       "Most pod volume files followed per pod; the least recently written are left (counted).",
+       Unsigned(&Config::max_log_files_per_pod, "max-log-files-per-pod", 1, 100000)},
+      {"container-rootfs", true,
+       "Also read Ray session logs inside containers without a /tmp/ray volume, through "
+       "<procfs-root>/<pid>/root (needs the host's PID namespace).",
+       Bool(&Config::container_rootfs, "container-rootfs")},
       {"state-dir", false, "Directory for the agent's state (checkpoints).",
        [](Config& c, const std::string& v) {
          c.state_dir = v;

@@ -51,6 +51,11 @@ struct Config {
   unsigned max_log_files = 4096;
   unsigned max_communicators_per_pod = 32;  // logs::PodAnalysisOptions says why 32
   std::vector<std::string> log_globs;       // NCCL_DEBUG_FILE outputs, docker json logs
+  // NCCL_DEBUG_FILE outputs in pod volumes, by file name (logs::PodVolumeOptions).
+  std::vector<std::string> pod_volume_patterns = {"nccl*.log", "nccl.*.*", "*.nccl"};
+  unsigned max_log_files_per_pod = 256;  // logs::PodVolumeOptions says why
+  // Ray session logs in containers' own filesystems through <procfs>/<pid>/root (needs hostPID).
+  bool container_rootfs = false;
   // Fleet ping mesh (probes/mesh); off unless a discovery is chosen.
   std::string mesh_discovery = "off";  // off | static | dns | kubernetes
   std::string mesh_peers;              // static: [node=]host[:port][/group],...

@@ -16,6 +16,10 @@ struct PodVerdict {
   std::string namespace_name, pod, container;
   nccl::Verdict nccl;
   std::string workload_kind, workload;  // daemon/workloads; empty when unknown
+  // Where the lines came from ("container_log", "pod_volume", "container_rootfs", "glob") and
+  // from how many files (a Ray session: one per worker process and stream).
+  std::string source;
+  uint64_t files = 0;
 };
 
 /// What the agent knows about its node at one moment; an immutable value the gRPC edge renders.

@@ -148,31 +148,40 @@ PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
     it->second.source = source;
   }
   Container& c = it->second;
-  if (c.analyzer == nullptr || c.source.path != source.path) {
-    // A new run of the container (new restart file): its verdict starts afresh.
-    if (c.analyzer != nullptr) {
-      c.nccl_lines_before += c.analyzer->counters().nccl_lines;
-      c.malformed_before += c.analyzer->counters().malformed_lines;
-      c.comms_dropped_before += c.comms_dropped;
-      c.comms_dropped = 0;
-      c.has_restored = false;
-    } else if (c.has_restored && c.source.path != source.path) {
-      c.has_restored = false;
-    }
-    c.source = source;
-    nccl::AnalyzerOptions o = options_.analyzer;
-    o.envelope = source.format == Format::kCri          ? nccl::Envelope::kCri
-                 : source.format == Format::kDockerJson ? nccl::Envelope::kDockerJson
-                                                        : nccl::Envelope::kAuto;
-    o.group_by_source = true;
-    c.analyzer = std::make_unique<nccl::Analyzer>(o);
+  if (c.analyzer == nullptr || c.source.RunId() != source.RunId()) StartRun(c, source);
+  if (c.source_name != source.path.native()) {
+    // A pod volume's files share one analysis, each file its own analyzer source.
     c.source_name = source.path.string();
-    c.needs_eval = true;
+    if (c.files.size() < kMaxFilesNamed) c.files.insert(c.source_name);
   }
   last_source_ = &source;
   last_path_ = &source.path;
   last_ = &c;
   return c;
+}
+
+void PodAnalysis::StartRun(Container& c, const LogSource& source) const {
+  // A new run of the container (new restart file, new Ray session): its verdict starts afresh.
+  if (c.analyzer != nullptr) {
+    c.nccl_lines_before += c.analyzer->counters().nccl_lines;
+    c.malformed_before += c.analyzer->counters().malformed_lines;
+    c.comms_dropped_before += c.comms_dropped;
+    c.comms_dropped = 0;
+    c.has_restored = false;
+    c.files.clear();
+  } else if (c.has_restored && c.source.RunId() != source.RunId()) {
+    c.has_restored = false;
+    c.files.clear();
+  }
+  c.source = source;
+  nccl::AnalyzerOptions o = options_.analyzer;
+  o.envelope = source.format == Format::kCri          ? nccl::Envelope::kCri
+               : source.format == Format::kDockerJson ? nccl::Envelope::kDockerJson
+                                                      : nccl::Envelope::kAuto;
+  o.group_by_source = true;
+  c.analyzer = std::make_unique<nccl::Analyzer>(o);
+  c.source_name.clear();
+  c.needs_eval = true;
 }
 
 void PodAnalysis::MarkWritten(Container& c) {
@@ -224,6 +233,7 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
   v.lines = c.lines;
   v.nccl_lines = c.nccl_lines_before;
   v.malformed_lines = c.malformed_before;
+  v.files = std::max<uint64_t>(c.files.size(), c.restored.files);
   bool own_evidence = false;
   if (c.analyzer != nullptr) {
     const nccl::Report r = c.analyzer->Snapshot();
@@ -289,9 +299,7 @@ void PodAnalysis::OnPassComplete() {
   std::vector<std::string> removed;
   Changed changed;
   std::vector<std::string> pods;  // pods whose communicator series may have changed
-  auto pod_prefix = [](const LogSource& s) {
-    return s.format == Format::kCri ? s.PodKey() + "/" : s.Key();
-  };
+  auto pod_prefix = [](const LogSource& s) { return s.HasPod() ? s.PodKey() + "/" : s.Key(); };
   bool findings_changed = false;
   for (auto it = containers_.begin(); it != containers_.end();) {
     Container& c = it->second;
@@ -393,6 +401,9 @@ std::string PodAnalysis::Checkpoint() const {
                         {"pod", c.source.pod},
                         {"uid", c.source.uid},
                         {"container", c.source.container},
+                        {"origin", OriginName(c.source.origin)},
+                        {"run", c.source.run},
+                        {"files", x.files},
                         {"lines", x.lines},
                         {"nccl_lines", x.nccl_lines},
                         {"malformed_lines", x.malformed_lines},
@@ -410,7 +421,9 @@ void PodAnalysis::Restore(std::string_view state) {
   for (const auto& e : j) {
     Container c;
     c.source.path = e.value("path", std::string());
-    c.source.format = Format::kCri;
+    c.source.origin = OriginFromName(e.value("origin", std::string()));
+    c.source.run = e.value("run", std::string());
+    c.source.format = c.source.origin == Origin::kContainerLog ? Format::kCri : Format::kPlain;
     c.source.namespace_name = e.value("namespace", std::string());
     c.source.pod = e.value("pod", std::string());
     c.source.uid = e.value("uid", std::string());
@@ -419,6 +432,7 @@ void PodAnalysis::Restore(std::string_view state) {
     c.nccl_lines_before = e.value("nccl_lines", uint64_t{0});
     c.malformed_before = e.value("malformed_lines", uint64_t{0});
     c.restored.source = c.source;
+    c.restored.files = e.value("files", uint64_t{0});
     c.restored.nccl = VerdictFromJson(e);
     c.restored.communicators =
         CommunicatorsFromJson(e.value("communicator_series", nlohmann::json()));

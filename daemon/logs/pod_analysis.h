@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,8 @@ struct ContainerVerdict {
   LogSource source;
   nccl::Verdict nccl;
   uint64_t lines = 0, nccl_lines = 0, malformed_lines = 0;
+  /// Files this run was read from: 1 for a container log, a Ray session's worker files, ...
+  uint64_t files = 0;
   bool gone = false;
   /// Live communicators with a commId, by id, at most the pod's share of
   /// PodAnalysisOptions::max_communicators_per_pod.
@@ -115,7 +118,8 @@ class PodAnalysis final : public LineSink, public common::Collector {
     ContainerVerdict restored;  // from the checkpoint, until this run shows its own evidence
     std::vector<common::Finding> restored_findings;
     bool has_restored = false;
-    std::string source_name;  // source.path as a string, the analyzer's source name
+    std::string source_name;      // the path of the file being fed, the analyzer's source name
+    std::set<std::string> files;  // files this run was fed from (at most kMaxFilesNamed)
     uint64_t lines = 0;
     uint64_t nccl_lines_before = 0;  // counted by earlier runs' analyzers
     uint64_t malformed_before = 0;
@@ -133,7 +137,10 @@ class PodAnalysis final : public LineSink, public common::Collector {
     uint64_t comms_dropped = 0;         // of this run, never exported (only grows)
     uint64_t comms_dropped_before = 0;  // by earlier runs of the container
   };
+  // Files counted per container run; the tailer's caps keep the real number far below.
+  static constexpr size_t kMaxFilesNamed = 4096;
   Container& Get(const LogSource& source);
+  void StartRun(Container& c, const LogSource& source) const;
   void MarkWritten(Container& c);
   ContainerVerdict Evaluate(Container& c, std::vector<common::Finding>* findings) const;
   // Shares the pod's communicator cap among the containers of the pod whose key starts at

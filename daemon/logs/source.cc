@@ -6,14 +6,41 @@
 
 namespace efawatch::logs {
 
+std::string_view OriginName(Origin origin) {
+  switch (origin) {
+    case Origin::kContainerLog:
+      return "container_log";
+    case Origin::kGlob:
+      return "glob";
+    case Origin::kPodVolume:
+      return "pod_volume";
+    case Origin::kContainerRootfs:
+      return "container_rootfs";
+  }
+  return "container_log";
+}
+
+Origin OriginFromName(std::string_view name) {
+  for (Origin o :
+       {Origin::kContainerLog, Origin::kGlob, Origin::kPodVolume, Origin::kContainerRootfs}) {
+    if (OriginName(o) == name) return o;
+  }
+  return Origin::kContainerLog;
+}
+
 std::string LogSource::Key() const {
-  if (format != Format::kCri) return path.string();
+  if (!HasPod()) return path.string();
   return namespace_name + "/" + pod + "/" + container;
 }
 
 std::string LogSource::PodKey() const {
-  if (format != Format::kCri) return path.string();
+  if (!HasPod()) return path.string();
   return namespace_name + "/" + pod;
+}
+
+std::string LogSource::RunId() const {
+  if (origin == Origin::kPodVolume || origin == Origin::kContainerRootfs) return run;
+  return path.string();
 }
 
 std::optional<LogSource> ClassifyCriPath(const std::filesystem::path& root,

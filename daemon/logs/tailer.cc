@@ -212,8 +212,9 @@ void Tailer::Scan() {
     }
   }
   for (const auto& pattern : options_.globs) ScanGlob(pattern, d);
+  ScanVolumes(d);
   for (const auto& src : d.found) Track(src);
-  DropGone(d.live);
+  DropGone(d);
   counters_.files_watched = tracked_.size();
 }
 
@@ -252,6 +253,7 @@ void Tailer::ScanGlob(const std::string& pattern, Discovered& d) {
       }
       LogSource src;
       src.path = p;
+      src.origin = Origin::kGlob;
       const std::string name = p.filename().string();
       src.format = name.ends_with("-json.log") ? Format::kDockerJson : Format::kPlain;
       src.container = name;
@@ -261,6 +263,39 @@ void Tailer::ScanGlob(const std::string& pattern, Discovered& d) {
     }
   }
   ::globfree(&g);
+}
+
+void Tailer::ScanVolumes(Discovered& d) {
+  if (options_.volumes.volume_root.empty() && options_.volumes.container_rootfs_procfs.empty()) {
+    return;
+  }
+  PodVolumeOptions o = options_.volumes;
+  o.pod_log_root = options_.pod_log_root;
+  VolumeScan scan = ScanPodVolumes(o);
+  ScanContainerRootfs(o, scan);
+  for (const auto& p : scan.refused) {
+    if (refused_.insert(p.string()).second) {
+      ++counters_.files_refused;
+      spdlog::warn("not following {}: a symlink out of its pod's volume", p.string());
+    }
+  }
+  for (const auto& p : scan.over_cap) {
+    if (over_cap_.insert(p.string()).second) ++counters_.files_over_cap;
+  }
+  for (const auto& dir : scan.dirs) WatchDir(dir);
+  for (const auto& dir : scan.live_dirs) d.live_dirs.insert(dir.string());
+  for (auto& f : scan.files) {
+    d.live.insert(f.path.string());
+    d.found.push_back(std::move(f));
+  }
+}
+
+bool Tailer::VolumePodGone(const LogSource& src) const {
+  std::error_code ec;
+  const std::string log_dir = src.namespace_name + "_" + src.pod + "_" + src.uid;
+  if (!fs::exists(options_.pod_log_root / log_dir, ec)) return true;
+  return src.origin == Origin::kPodVolume &&
+         !fs::exists(options_.volumes.volume_root / src.uid, ec);
 }
 
 void Tailer::Track(const LogSource& src) {
@@ -287,10 +322,10 @@ void Tailer::Track(const LogSource& src) {
   }
 }
 
-void Tailer::DropGone(const std::set<std::string>& live) {
+void Tailer::DropGone(const Discovered& d) {
   std::error_code ec;
   for (auto it = tracked_.begin(); it != tracked_.end();) {
-    if (live.contains(it->first)) {
+    if (d.live.contains(it->first)) {
       ++it;
       continue;
     }
@@ -298,6 +333,27 @@ void Tailer::DropGone(const std::set<std::string>& live) {
     // container's directory is gone too, the source is gone.
     ReadFile(*it->second, true);
     const LogSource& gone = it->second->source;
+    if (gone.origin == Origin::kPodVolume || gone.origin == Origin::kContainerRootfs) {
+      // A file of the current session that vanished was renamed by Ray's rotation: keep it
+      // until its successor comes (Track). Anything else (an older session, a file over the
+      // pod's cap, a deleted pod) is closed here.
+      if (!fs::exists(gone.path, ec) && d.live_dirs.contains(gone.path.parent_path().string()) &&
+          !VolumePodGone(gone)) {
+        ++it;
+        continue;
+      }
+      if (VolumePodGone(gone)) {
+        sink_->OnSourceGone(gone);
+      } else if (d.live_dirs.contains(gone.path.parent_path().string())) {
+        // Left for newer files of its session (the pod's cap): if it is written again and
+        // comes back, it goes on from here instead of being counted twice.
+        const Tracked& t = *it->second;
+        const uint64_t offset = t.offset - t.partial.size();
+        resume_[it->first] = Resume{t.dev, t.ino, offset, t.line_no, TailAt(t.fd, offset)};
+      }
+      it = tracked_.erase(it);
+      continue;
+    }
     if (!fs::exists(gone.format == Format::kCri ? gone.path.parent_path() : gone.path, ec)) {
       sink_->OnSourceGone(it->second->source);
       it = tracked_.erase(it);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "daemon/logs/pod_volumes.h"
 #include "daemon/logs/source.h"
 #include "lib/common/clock.h"
 
@@ -49,6 +50,9 @@ struct TailerOptions {
   /// Further files by glob(3) pattern: NCCL_DEBUG_FILE outputs on a hostPath (nccl.%h.%p) are
   /// plain; docker json-file logs (<id>-json.log) are recognised by name. Symlinks are refused.
   std::vector<std::string> globs;
+  /// Files in pod volumes (Ray session logs, NCCL_DEBUG_FILE outputs); volume_root empty: off.
+  /// Its pod_log_root is this one's.
+  PodVolumeOptions volumes;
   size_t max_files = 4096;            // beyond this, files are counted and not watched
   size_t max_line_bytes = 64 * 1024;  // longer lines are cut here (and counted)
   size_t read_chunk_bytes = 1 << 20;  // per file per pass, for fairness between files
@@ -65,7 +69,7 @@ struct TailerCounters {
   std::atomic<uint64_t> rotations{0};
   std::atomic<uint64_t> truncations{0};
   std::atomic<uint64_t> checkpoint_writes{0};
-  std::atomic<uint64_t> files_refused{0};    // symlinks out of the root, unreadable
+  std::atomic<uint64_t> files_refused{0};  // symlinks out of the root or a pod's volume, unreadable
   std::atomic<uint64_t> files_over_cap{0};   // not watched because of max_files
   std::atomic<uint64_t> lines_truncated{0};  // longer than max_line_bytes
 };
@@ -101,6 +105,7 @@ class Tailer {
   struct Discovered {
     std::set<std::string> live;
     std::vector<LogSource> found;
+    std::set<std::string> live_dirs;  // directories of followed volume files (see VolumeScan)
   };
   /// Walks the pod log root and the globs, follows new and rotated files, drops gone ones.
   void Scan();
@@ -108,10 +113,14 @@ class Tailer {
   void ScanContainerDir(const std::filesystem::path& dir, Discovered& d);
   /// The regular files one glob(3) pattern matches; symlinks are refused.
   void ScanGlob(const std::string& pattern, Discovered& d);
+  /// The files of pod volumes (ScanPodVolumes); counts refused symlinks and capped files once.
+  void ScanVolumes(Discovered& d);
+  /// True when the pod a volume file belongs to is gone (its volume or log directory).
+  bool VolumePodGone(const LogSource& src) const;
   /// Starts following `src`, or restarts it after a rename-and-create rotation.
   void Track(const LogSource& src);
   /// Drains the followed files not seen by this scan; forgets those whose source is gone.
-  void DropGone(const std::set<std::string>& live);
+  void DropGone(const Discovered& d);
   /// Returns true when it stopped at the read budget, with more to read.
   bool ReadFile(Tracked& t, bool to_eof);
   void Deliver(Tracked& t, std::string_view data);

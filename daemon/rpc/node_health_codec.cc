@@ -30,6 +30,8 @@ void ToProto(const common::NodeHealth& h, v1::NodeHealth* out) {
     pv->set_container(p.container);
     pv->set_workload_kind(p.workload_kind);
     pv->set_workload(p.workload);
+    pv->set_source(p.source);
+    pv->set_files(p.files);
     ToProto(p.nccl, pv);
   }
 }
@@ -57,7 +59,9 @@ common::NodeHealth FromProto(const v1::NodeHealth& in) {
                       .container = p.container(),
                       .nccl = FromProto(p),
                       .workload_kind = p.workload_kind(),
-                      .workload = p.workload()});
+                      .workload = p.workload(),
+                      .source = p.source(),
+                      .files = p.files()});
   }
   return h;
 }

@@ -10,6 +10,9 @@ struct HostPaths {
   std::filesystem::path sysfs = "/sys";
   std::filesystem::path procfs = "/proc";
   std::filesystem::path pod_log_root = "/var/log/pods";
+  /// kubelet's pods directory, where pod volumes live (`<uid>/volumes/<plugin>/<volume>/`);
+  /// empty: pod volumes are not read.
+  std::filesystem::path pod_volume_root = "/var/lib/kubelet/pods";
 };
 
 }  // namespace efawatch::common

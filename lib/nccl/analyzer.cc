@@ -925,9 +925,15 @@ std::string LauncherLocation(std::string_view ray_prefix, std::string_view befor
 
 void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view text,
                  bool may_hold_ansi) {
-  std::string_view ray_prefix;
-  std::string_view line = CleanLine(text, &st->scratch, may_hold_ansi, &ray_prefix);
+  RayWrapping ray;
+  std::string_view line = CleanLine(text, &st->scratch, may_hold_ansi, &ray);
   if (line.empty()) return;
+  st->counters.ray_repeated_lines += ray.repeated;
+  if (IsRayMarkerLine(line)) {
+    ++st->counters.ray_marker_lines;
+    return;
+  }
+  const std::string_view ray_prefix = ray.prefix;
   Ctx c{st, source, line_no, line};
   size_t n = FindRecords(line, &st->records);
   if (n == 0) {

@@ -326,6 +326,8 @@ void Analyzer::Merge(Analyzer&& later, uint64_t line_offset) {
   c.records += d.records;
   c.warn_records += d.warn_records;
   c.legacy_records += d.legacy_records;
+  c.ray_repeated_lines += d.ray_repeated_lines;
+  c.ray_marker_lines += d.ray_marker_lines;
 
   std::vector<uint32_t> source_map(b->sources.size());
   for (size_t i = 0; i < b->sources.size(); ++i) {

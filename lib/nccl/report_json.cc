@@ -128,6 +128,8 @@ nlohmann::json ReportToJson(const Report& report) {
       {"nccl_lines", s.nccl_lines},
       {"malformed_lines", s.malformed_lines},
       {"warn_records", s.warn_records}};
+  // Only where Ray folded lines: the JSON of every other log stays as it was.
+  if (s.ray_repeated_lines != 0) summary["ray_repeated_lines"] = s.ray_repeated_lines;
   return {{"processes", processes}, {"findings", findings}, {"summary", summary}};
 }
 

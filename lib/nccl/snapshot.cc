@@ -1010,6 +1010,7 @@ Report Analyzer::Snapshot() const {
   sum.nccl_lines = st.counters.nccl_lines;
   sum.malformed_lines = st.counters.malformed_lines;
   sum.warn_records = st.counters.warn_records;
+  sum.ray_repeated_lines = st.counters.ray_repeated_lines;
   std::stable_sort(report.findings.begin(), report.findings.end(),
                    [](const Finding& a, const Finding& c) { return a.severity > c.severity; });
   sum.verdict = Verdict(report, sum);

@@ -104,6 +104,7 @@ struct Summary {
   uint64_t nccl_lines = 0;
   uint64_t malformed_lines = 0;
   uint64_t warn_records = 0;
+  uint64_t ray_repeated_lines = 0;  // Counters::ray_repeated_lines
 };
 
 struct Report {
@@ -127,6 +128,10 @@ struct Counters {
   uint64_t records = 0;            // NCCL records (a physical line can hold several)
   uint64_t warn_records = 0;       // "NCCL WARN" records
   uint64_t legacy_records = 0;     // pre-2.3 records without the NCCL token
+  // Lines Ray's driver folded into the lines shown ("[repeated Nx across cluster]": the sum of
+  // the N); their text is not seen, so the verdict rests on the lines that were printed.
+  uint64_t ray_repeated_lines = 0;
+  uint64_t ray_marker_lines = 0;  // ":task_name:", ":actor_name:" ... lines of worker files
 };
 
 }  // namespace efawatch::nccl

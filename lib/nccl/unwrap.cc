@@ -80,6 +80,30 @@ size_t RayPrefixLength(std::string_view s) {
   return close + 1;
 }
 
+// Ray's log deduplication (on by default, off with RAY_DEDUP_LOGS=0) prints one line for many
+// similar ones and appends " [repeated <N>x across cluster]"; the first such line also gets a
+// hint in parentheses. Removes both and returns N through `repeated`; N is never part of the
+// record's text (it would read as a field of the NCCL message).
+std::string_view StripRayRepeat(std::string_view line, uint64_t* repeated) {
+  constexpr std::string_view kHint = " (Ray deduplicates logs";
+  constexpr std::string_view kHead = " [repeated ";
+  constexpr std::string_view kTail = "x across cluster]";
+  if (line.ends_with(')')) {
+    if (const size_t h = line.rfind(kHint); h != std::string_view::npos) line = line.substr(0, h);
+  }
+  while (!line.empty() && line.back() == ' ') line.remove_suffix(1);
+  if (!line.ends_with(kTail)) return line;
+  const size_t head = line.rfind(kHead);
+  if (head == std::string_view::npos) return line;
+  const size_t digits = head + kHead.size();
+  const size_t end = line.size() - kTail.size();
+  if (end <= digits || end - digits > 9 || !Digits(line, digits, end - digits)) return line;
+  uint64_t n = 0;
+  for (size_t i = digits; i < end; ++i) n = n * 10 + static_cast<uint64_t>(line[i] - '0');
+  *repeated = n;
+  return line.substr(0, head);
+}
+
 }  // namespace
 
 size_t TimestampLength(std::string_view s) {
@@ -239,7 +263,7 @@ bool ParseDockerJson(std::string_view line, std::string* text, bool* partial) {
 }
 
 std::string_view CleanLine(std::string_view line, std::string* scratch, bool may_hold_ansi,
-                           std::string_view* ray_prefix) {
+                           RayWrapping* ray) {
   if (may_hold_ansi && !line.empty() && memchr(line.data(), '\x1b', line.size()) != nullptr) {
     RemoveAnsi(line, scratch);
     line = *scratch;
@@ -250,7 +274,13 @@ std::string_view CleanLine(std::string_view line, std::string* scratch, bool may
   if (!line.empty()) {
     const unsigned char first = static_cast<unsigned char>(line.front()) | 0x20;
     const unsigned char last = static_cast<unsigned char>(line.back());
-    if (first >= 'a' && first <= 'z' && last > ' ' && last < 0x7f) return line;
+    if (first >= 'a' && first <= 'z' && last > ' ' && last < 0x7f) {
+      if (last != ']' && last != ')') return line;
+      uint64_t repeated = 0;
+      line = StripRayRepeat(line, &repeated);
+      if (ray != nullptr && repeated != 0) ray->repeated = repeated;
+      return line;
+    }
   }
   // Trailing: newline, CR, padding, TUI frames.
   for (;;) {
@@ -262,6 +292,11 @@ std::string_view CleanLine(std::string_view line, std::string* scratch, bool may
     } else {
       break;
     }
+  }
+  if (line.ends_with(']') || line.ends_with(')')) {
+    uint64_t repeated = 0;
+    line = StripRayRepeat(line, &repeated);
+    if (ray != nullptr && repeated != 0) ray->repeated = repeated;
   }
   // Leading wrappers; a few rounds because they nest ("  | <time> | [1,0]<stdout>:").
   for (int round = 0; round < 6; ++round) {
@@ -287,12 +322,21 @@ std::string_view CleanLine(std::string_view line, std::string* scratch, bool may
       n = MpiTagLength(line);
     } else if (line[0] == '(') {
       n = RayPrefixLength(line);
-      if (n != 0 && ray_prefix != nullptr) *ray_prefix = line.substr(0, n);
+      if (n != 0 && ray != nullptr) ray->prefix = line.substr(0, n);
     }
     if (n == 0) break;
     line.remove_prefix(n);
   }
   return line;
+}
+
+bool IsRayMarkerLine(std::string_view line) {
+  if (line.empty() || line[0] != ':') return false;
+  for (std::string_view m :
+       {":task_name:", ":actor_name:", ":job_id:", ":task_attempt_start:", ":task_attempt_end:"}) {
+    if (line.starts_with(m)) return true;
+  }
+  return false;
 }
 
 void PartialJoiner::AddPartial(std::string_view piece) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -37,16 +38,32 @@ bool ParseDockerJson(std::string_view line, std::string* text, bool* partial);
 // "2024-12-04T07:19:43.480Z", "2025-02-18 12:54"), or 0.
 size_t TimestampLength(std::string_view s);
 
-// Strips CR/LF, ANSI colour codes, trailing padding and TUI box drawing, and leading console
-// wrappers (indentation, CloudWatch "| <time> |", log-platform dates, Open MPI
-// "[1,0]<stdout>:", Ray "(RayTrainWorker pid=1, ip=...)", k9s frames). Wrappers in the middle of
-// the line are left to the record scanner, which finds records anywhere. Uses `scratch` only
-// when bytes must be removed from the middle (ANSI codes).
+// What Ray's driver put around a line it forwarded from a worker (CleanLine fills it).
+struct RayWrapping {
+  // The prefix removed, "(RayTrainWorker pid=1, ip=10.0.0.5)"; empty when there was none.
+  std::string_view prefix;
+  // N of a " [repeated Nx across cluster]" suffix removed: lines of other workers that Ray's
+  // deduplication folded into this one (they differ from it at most in numbers, so they are
+  // not seen and only counted); 0 when there was none.
+  uint64_t repeated = 0;
+};
+
+// Strips CR/LF, ANSI colour codes, trailing padding and TUI box drawing, Ray's
+// " [repeated Nx across cluster]" suffix (and the one-time hint after it), and leading console
+// wrappers (indentation, CloudWatch "| <time> |", log-platform dates, Open MPI "[1,0]<stdout>:",
+// Ray "(RayTrainWorker pid=1, ip=...)", k9s frames). Wrappers in the middle of the line are left
+// to the record scanner, which finds records anywhere. Uses `scratch` only when bytes must be
+// removed from the middle (ANSI codes).
 // `may_hold_ansi` false skips the search for ANSI codes, for callers that checked a whole block
-// for ESC bytes at once. When `ray_prefix` is given, it receives the Ray prefix removed
-// ("(RayTrainWorker pid=1, ip=10.0.0.5)"), and is left alone when there was none.
+// for ESC bytes at once. When `ray` is given, it receives what Ray put around the line, and is
+// left alone where Ray put nothing.
 std::string_view CleanLine(std::string_view line, std::string* scratch, bool may_hold_ansi = true,
-                           std::string_view* ray_prefix = nullptr);
+                           RayWrapping* ray = nullptr);
+
+// True for the marker lines Ray writes into a worker's .out/.err file when the worker starts a
+// task or actor (":task_name:train_fn", ":actor_name:RayTrainWorker", ":job_id:01000000"); the
+// log monitor reads them to name the prefix and never forwards them.
+bool IsRayMarkerLine(std::string_view line);
 
 // Joins the pieces of a record split by the runtime ("P" records, docker lines without "\n").
 // Bounded: text beyond `max_bytes` is dropped and reported as truncated.

@@ -79,7 +79,7 @@ function policyErrors(objs, overlay) {
       errs.push(`hostPath ${path} mounted read-write`);
     }
   }
-  for (const p of ["/var/log/pods", "/sys", "/proc"]) {
+  for (const p of ["/var/log/pods", "/var/lib/kubelet/pods", "/sys", "/proc"]) {
     if (![...hostVolumes.values()].includes(p)) errs.push(`hostPath ${p} not mounted`);
   }
 

@@ -197,6 +197,14 @@ const std::vector<Case>& Cases() {
        "proven_multi",
        "launcher",
        1},
+      {"ray_two_ips_with_colour_and_dedup",
+       {"\x1b[36m(RayTrainWorker pid=1, ip=10.0.1.11)\x1b[0m w:1:1 [0] NCCL INFO Using network "
+        "Socket",
+        "(RayTrainWorker pid=2, ip=10.0.2.22) w:2:2 [0] NCCL INFO Using network Socket\x1b[2m "
+        "[repeated 3x across cluster]\x1b[0m"},
+       "proven_multi",
+       "launcher",
+       1},
       {"ray_one_ip_proves_nothing",
        {"(RayTrainWorker pid=1, ip=192.168.0.70) w:1:1 [0] NCCL INFO Using network Socket",
         "(RayTrainWorker pid=2, ip=192.168.0.70) w:2:2 [0] NCCL INFO Using network Socket"},

@@ -60,6 +60,43 @@ TEST(UnwrapTest, CleanLineStripsWrappers) {
   EXPECT_EQ(CleanLine("2020-06-11 is a date", &scratch), "2020-06-11 is a date");
 }
 
+TEST(UnwrapTest, CleanLineReportsRayPrefixAndFoldedLines) {
+  std::string scratch;
+  RayWrapping ray;
+  EXPECT_EQ(CleanLine("\x1b[36m(RayTrainWorker pid=7, ip=10.0.2.22)\x1b[0m h:7:7 [0] NCCL INFO "
+                      "Using network Socket\x1b[2m [repeated 15x across cluster]\x1b[0m",
+                      &scratch, true, &ray),
+            "h:7:7 [0] NCCL INFO Using network Socket");
+  EXPECT_EQ(ray.prefix, "(RayTrainWorker pid=7, ip=10.0.2.22)");
+  EXPECT_EQ(ray.repeated, 15u);
+
+  // The first folded line carries Ray's hint; a line without a prefix still loses the suffix.
+  ray = {};
+  EXPECT_EQ(CleanLine("h:7:7 [0] NCCL INFO x [repeated 2x across cluster] (Ray deduplicates logs "
+                      "by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication.)",
+                      &scratch, true, &ray),
+            "h:7:7 [0] NCCL INFO x");
+  EXPECT_EQ(ray.repeated, 2u);
+  EXPECT_TRUE(ray.prefix.empty());
+
+  // Look-alikes are text, not a fold count.
+  for (const char* text : {"h:1:1 [0] NCCL INFO [repeated x across cluster]",
+                           "h:1:1 [0] NCCL INFO y [repeated 3x across the cluster]",
+                           "h:1:1 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive]"}) {
+    ray = {};
+    EXPECT_EQ(CleanLine(text, &scratch, true, &ray), text);
+    EXPECT_EQ(ray.repeated, 0u) << text;
+  }
+}
+
+TEST(UnwrapTest, RecognisesRayMarkerLines) {
+  EXPECT_TRUE(IsRayMarkerLine(":actor_name:RayTrainWorker"));
+  EXPECT_TRUE(IsRayMarkerLine(":task_name:RayTrainWorker.run_train_fn"));
+  EXPECT_TRUE(IsRayMarkerLine(":job_id:02000000"));
+  EXPECT_FALSE(IsRayMarkerLine("::1 is loopback"));
+  EXPECT_FALSE(IsRayMarkerLine("task_name: x"));
+}
+
 TEST(UnwrapTest, TimestampLength) {
   EXPECT_EQ(TimestampLength("2025-05-16T16:39:51.208-07:00ip"), 29u);
   EXPECT_EQ(TimestampLength("2024-12-04T07:19:43.480Z |"), 24u);

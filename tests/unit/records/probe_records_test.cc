@@ -63,7 +63,7 @@ TEST(ProbeRecordsTest, FieldCountsMatchTheCodec) {
   EXPECT_EQ(testing::FieldCount<fabric::BandwidthOptions>(), 9u);  // also stall_timeout
   EXPECT_EQ(testing::FieldCount<common::NodeHealth>(), 9u);
   EXPECT_EQ(testing::FieldCount<common::CollectorState>(), 5u);
-  EXPECT_EQ(testing::FieldCount<common::PodVerdict>(), 6u);
+  EXPECT_EQ(testing::FieldCount<common::PodVerdict>(), 8u);
 }
 
 TEST(ProbeRecordsTest, PingResultCrossesWithEveryCarriedField) {
@@ -172,6 +172,8 @@ TEST(ProbeRecordsTest, NodeHealthCrossesWithEveryField) {
   pod.nccl.nodes_evidence = "proven_multi";
   pod.workload_kind = "RayCluster";
   pod.workload = "ft";
+  pod.source = "volume";
+  pod.files = 3;
   h.pods = {pod};
   v1::NodeHealth p;
   rpc::ToProto(h, &p);
@@ -199,6 +201,8 @@ TEST(ProbeRecordsTest, NodeHealthCrossesWithEveryField) {
   EXPECT_EQ(back.pods[0].container, "worker");
   EXPECT_EQ(back.pods[0].workload_kind, "RayCluster");
   EXPECT_EQ(back.pods[0].workload, "ft");
+  EXPECT_EQ(back.pods[0].source, "volume");
+  EXPECT_EQ(back.pods[0].files, 3u);
   EXPECT_TRUE(back.pods[0].nccl.tcp_fallback);
   EXPECT_EQ(back.pods[0].nccl.network, "Socket");
   EXPECT_EQ(back.pods[0].nccl.nodes_evidence, "proven_multi");

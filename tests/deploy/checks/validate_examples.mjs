@@ -1,0 +1,169 @@
+// Validates the example manifests under deploy/examples. No KubeRay CRD schema is published as
+// an npm package, so a RayCluster is checked in two parts: each pod template (head and every
+// worker group) against the Kubernetes PodTemplate schema (kubernetes-models), and the
+// RayCluster's own fields by a structural check of what KubeRay's ray.io/v1 CRD requires. Then
+// the promises the example makes for the agent: NCCL_DEBUG=INFO, FI_PROVIDER=efa, loopback
+// excluded from NCCL_SOCKET_IFNAME, /tmp/ray on an emptyDir in every Ray container, and the
+// seed's shape (2 x g6.12xlarge, 4 GPUs and one EFA device each).
+//
+//   node validate_examples.mjs <example.yaml>...
+//   node validate_examples.mjs --self-test
+//
+// Exits 1 with one line per problem.
+import { readFileSync } from "node:fs";
+import { parseAllDocuments } from "yaml";
+import { PodTemplate } from "kubernetes-models/v1/PodTemplate";
+
+function templateErrors(where, template) {
+  if (!template?.spec) return [`${where}: no pod template`];
+  try {
+    new PodTemplate({ apiVersion: "v1", kind: "PodTemplate", metadata: { name: "t" }, template })
+      .validate();
+    return [];
+  } catch (e) {
+    return [`${where}: ${e.message}`];
+  }
+}
+
+const isString = (v) => typeof v === "string";
+const isStringMap = (m) =>
+  m !== null && typeof m === "object" && !Array.isArray(m) && Object.values(m).every(isString);
+
+// The fields KubeRay's RayCluster CRD (ray.io/v1) requires or types, as far as the example uses
+// them: headGroupSpec.template, workerGroupSpecs[].groupName/template, rayStartParams string
+// maps, integer replica counts with min <= replicas <= max.
+function rayClusterErrors(rc) {
+  const errs = [];
+  const where = `RayCluster/${rc.metadata?.name}`;
+  if (!rc.metadata?.name) errs.push("RayCluster without metadata.name");
+  const spec = rc.spec ?? {};
+  if (spec.rayVersion !== undefined && !isString(spec.rayVersion)) {
+    errs.push(`${where}: rayVersion must be a string`);
+  }
+  if (!spec.headGroupSpec) errs.push(`${where}: no headGroupSpec`);
+  else {
+    const p = spec.headGroupSpec.rayStartParams;
+    if (p !== undefined && !isStringMap(p)) errs.push(`${where}: head rayStartParams not strings`);
+    errs.push(...templateErrors(`${where} head`, spec.headGroupSpec.template));
+  }
+  for (const [i, g] of (spec.workerGroupSpecs ?? []).entries()) {
+    const w = `${where} workerGroupSpecs[${i}]`;
+    if (!isString(g.groupName) || !g.groupName) errs.push(`${w}: no groupName`);
+    if (g.rayStartParams !== undefined && !isStringMap(g.rayStartParams)) {
+      errs.push(`${w}: rayStartParams not strings`);
+    }
+    for (const f of ["replicas", "minReplicas", "maxReplicas"]) {
+      if (g[f] !== undefined && !Number.isInteger(g[f])) errs.push(`${w}: ${f} not an integer`);
+    }
+    if (g.minReplicas > g.replicas || g.replicas > g.maxReplicas) {
+      errs.push(`${w}: replicas outside minReplicas..maxReplicas`);
+    }
+    errs.push(...templateErrors(w, g.template));
+  }
+  return errs;
+}
+
+// What the example promises for NCCL's output to reach the agent, and the seed's shape.
+function promiseErrors(rc) {
+  const errs = [];
+  const where = `RayCluster/${rc.metadata?.name}`;
+  const groups = [rc.spec.headGroupSpec, ...(rc.spec.workerGroupSpecs ?? [])];
+  for (const g of groups) {
+    const pod = g.template.spec;
+    const tmpRayVolumes = new Set(
+      (pod.volumes ?? []).filter((v) => v.emptyDir !== undefined).map((v) => v.name),
+    );
+    for (const c of pod.containers) {
+      const m = (c.volumeMounts ?? []).find((v) => v.mountPath === "/tmp/ray");
+      if (!m || !tmpRayVolumes.has(m.name)) {
+        errs.push(`${where}: container ${c.name} has no /tmp/ray emptyDir (Ray's logs stay hidden)`);
+      }
+    }
+  }
+  const workers = rc.spec.workerGroupSpecs ?? [];
+  const gpu = workers.filter((g) => g.template.spec.containers.some(
+    (c) => String(c.resources?.limits?.["nvidia.com/gpu"]) === "4"));
+  if (gpu.length !== 1 || gpu[0].replicas !== 2) errs.push(`${where}: not 2 workers with 4 GPUs`);
+  for (const g of gpu) {
+    const pod = g.template.spec;
+    if (pod.nodeSelector?.["node.kubernetes.io/instance-type"] !== "g6.12xlarge") {
+      errs.push(`${where}: GPU workers not on g6.12xlarge`);
+    }
+    for (const c of pod.containers) {
+      const env = (n) => c.env?.find((e) => e.name === n)?.value;
+      if (env("NCCL_DEBUG") !== "INFO") errs.push(`${where}: ${c.name} without NCCL_DEBUG=INFO`);
+      if (env("FI_PROVIDER") !== "efa") errs.push(`${where}: ${c.name} without FI_PROVIDER=efa`);
+      const ifname = env("NCCL_SOCKET_IFNAME") ?? "";
+      if (!ifname.startsWith("^") || !ifname.slice(1).split(",").includes("lo")) {
+        errs.push(`${where}: ${c.name} does not exclude lo from NCCL_SOCKET_IFNAME`);
+      }
+      if (String(c.resources?.limits?.["vpc.amazonaws.com/efa"]) !== "1") {
+        errs.push(`${where}: ${c.name} without one EFA device`);
+      }
+      if (!c.securityContext?.capabilities?.add?.includes("IPC_LOCK")) {
+        errs.push(`${where}: ${c.name} without IPC_LOCK (EFA memory registration)`);
+      }
+    }
+  }
+  return errs;
+}
+
+function check(text) {
+  const errs = [];
+  for (const d of parseAllDocuments(text)) {
+    if (d.errors.length) errs.push(...d.errors.map((e) => `yaml: ${e.message}`));
+    const o = d.toJS();
+    if (!o) continue;
+    if (o.apiVersion !== "ray.io/v1" || o.kind !== "RayCluster") {
+      errs.push(`${o.kind}: only ray.io/v1 RayCluster examples are checked here`);
+      continue;
+    }
+    const e = rayClusterErrors(o);
+    errs.push(...e);
+    if (!e.length) errs.push(...promiseErrors(o));
+  }
+  return errs;
+}
+
+// The checks must reject what they claim to, or a green run means nothing.
+function selfTest() {
+  const worker = (over = {}) => ({
+    groupName: "g", replicas: 2, minReplicas: 2, maxReplicas: 2, rayStartParams: {},
+    template: { spec: { containers: [{ name: "w", image: "i", ...over }] } },
+  });
+  const bad = [
+    { metadata: { name: "x" }, spec: { workerGroupSpecs: [worker()] } },  // no head
+    { metadata: { name: "x" }, spec: { headGroupSpec: { template: { spec: { containers: [
+      { name: "h", ports: [{ containerPort: "x" }] }] } } } } },         // schema: port type
+    { metadata: { name: "x" }, spec: { headGroupSpec: { rayStartParams: { "num-gpus": 0 },
+      template: { spec: { containers: [{ name: "h" }] } } } } },         // non-string param
+  ];
+  for (const o of bad) {
+    if (!rayClusterErrors(o).length) {
+      console.error(`self-test: ${JSON.stringify(o)} should have been rejected`);
+      process.exit(1);
+    }
+  }
+  const noLogs = { metadata: { name: "x" }, spec: {
+    headGroupSpec: { template: { spec: { containers: [{ name: "h" }] } } },
+    workerGroupSpecs: [worker()] } };
+  if (!promiseErrors(noLogs).length) {
+    console.error("self-test: a cluster without the /tmp/ray emptyDir should have been rejected");
+    process.exit(1);
+  }
+  console.log("self-test: invalid RayClusters rejected");
+}
+
+const args = process.argv.slice(2);
+if (args[0] === "--self-test") {
+  selfTest();
+} else {
+  let failed = false;
+  for (const file of args) {
+    const errs = check(readFileSync(file, "utf8"));
+    for (const e of errs) console.error(`${file}: ${e}`);
+    if (errs.length) failed = true;
+    else console.log(`${file}: valid`);
+  }
+  process.exit(failed ? 1 : 0);
+}
