@@ -15,8 +15,10 @@ std::string Describe(const DoctorArgs& a) {
   return "this environment";
 }
 
-void PrintText(const std::string& target, const std::vector<doctor::Check>& checks,
-               std::ostream& out) {
+}  // namespace
+
+void PrintChecks(const std::string& target, const std::vector<doctor::Check>& checks,
+                 std::ostream& out) {
   out << "efawatch doctor: " << target << "\n";
   std::map<doctor::Status, int> counts;
   for (const doctor::Check& c : checks) {
@@ -31,8 +33,7 @@ void PrintText(const std::string& target, const std::vector<doctor::Check>& chec
       << " SKIP\n";
 }
 
-void PrintJson(const std::string& target, const std::vector<doctor::Check>& checks,
-               std::ostream& out) {
+std::string ChecksJson(const std::string& target, const std::vector<doctor::Check>& checks) {
   nlohmann::json j = {{"target", target}, {"checks", nlohmann::json::array()}};
   for (const doctor::Check& c : checks) {
     j["checks"].push_back({{"id", c.id},
@@ -42,10 +43,8 @@ void PrintJson(const std::string& target, const std::vector<doctor::Check>& chec
                            {"fix", c.fix}});
   }
   j["status"] = doctor::StatusName(doctor::Worst(checks));
-  out << j.dump(2) << "\n";
+  return j.dump(2);
 }
-
-}  // namespace
 
 int RunDoctor(const DoctorArgs& args, const std::map<std::string, std::string>& env,
               std::ostream& out, std::ostream& err) {
@@ -68,9 +67,9 @@ int RunDoctor(const DoctorArgs& args, const std::map<std::string, std::string>& 
   }
   const std::vector<doctor::Check> checks = doctor::RunChecks(target);
   if (args.format == "json") {
-    PrintJson(Describe(args), checks, out);
+    out << ChecksJson(Describe(args), checks) << "\n";
   } else {
-    PrintText(Describe(args), checks, out);
+    PrintChecks(Describe(args), checks, out);
   }
   return doctor::Worst(checks) == doctor::Status::kFail ? 1 : 0;
 }

@@ -5,6 +5,9 @@
 #include <iosfwd>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "lib/doctor/doctor.h"
 
 namespace efawatch::cli {
 
@@ -20,5 +23,11 @@ struct DoctorArgs {
 // line on `err`). `env` is this process's environment (the settings checked without --pid).
 int RunDoctor(const DoctorArgs& args, const std::map<std::string, std::string>& env,
               std::ostream& out, std::ostream& err);
+
+// One titled list of checks, as text (one line each, evidence and fix below), or as a JSON
+// object {"target", "checks", "status"} appended to `json_out` when that is given.
+void PrintChecks(const std::string& title, const std::vector<doctor::Check>& checks,
+                 std::ostream& out);
+std::string ChecksJson(const std::string& title, const std::vector<doctor::Check>& checks);
 
 }  // namespace efawatch::cli

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/agent_doctor.h"
 #include "cli/analyze.h"
 #include "cli/doctor.h"
 #include "cli/fabric.h"
@@ -57,15 +58,22 @@ std::map<std::string, std::string> Environment() {
   return env;
 }
 
-void AddDoctorCommand(CLI::App& app, efawatch::cli::DoctorArgs& args, int& exit_code) {
+void AddDoctorCommand(CLI::App& app, efawatch::cli::DoctorArgs& args,
+                      efawatch::cli::AgentConnection& conn, int& exit_code) {
   auto* doctor = app.add_subcommand(
-      "doctor", "Check this node, an image (--root) or a process (--pid) for EFA and NCCL");
+      "doctor",
+      "Check this node, an image (--root), a process (--pid) or an agent's node (--agent) for "
+      "EFA and NCCL");
   doctor->add_option("--root", args.root, "a mounted image or node filesystem");
   doctor->add_option("--pid", args.pid, "a running process (from the host: needs root)");
   doctor->add_option("--format", args.format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
-  doctor->callback(
-      [&] { exit_code = efawatch::cli::RunDoctor(args, Environment(), std::cout, std::cerr); });
+  AddConnectionFlags(doctor, conn, /*agent_required=*/false);
+  doctor->callback([&] {
+    exit_code = conn.address.empty()
+                    ? efawatch::cli::RunDoctor(args, Environment(), std::cout, std::cerr)
+                    : efawatch::cli::RunAgentDoctor(conn, args.format, std::cout, std::cerr);
+  });
 }
 
 void AddVersionCommand(CLI::App& app) {
@@ -173,13 +181,14 @@ int main(int argc, char** argv) {
   ProbeCommand<efawatch::cli::CollectiveArgs> collective;
   AnalyzeCommand analyze;
   efawatch::cli::DoctorArgs doctor;
+  efawatch::cli::AgentConnection doctor_agent;
   AddVersionCommand(app);
   AddStatusCommand(app, status, exit_code);
   AddPingCommand(app, ping, exit_code);
   AddBandwidthCommand(app, bandwidth, exit_code);
   AddCollectiveCommand(app, collective, exit_code);
   AddAnalyzeCommand(app, analyze, exit_code);
-  AddDoctorCommand(app, doctor, exit_code);
+  AddDoctorCommand(app, doctor, doctor_agent, exit_code);
 
   try {
     app.parse(argc, argv);

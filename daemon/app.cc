@@ -11,8 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "daemon/agent/coordination.h"
 #include "daemon/agent/probe_runner.h"
+#include "daemon/doctor/doctor_runner.h"
 #include "daemon/efa/efa_monitor.h"
-#include "lib/common/instance_types.h"
 #include "daemon/export/prometheus_edge.h"
 #include "daemon/logs/pod_analysis.h"
 #include "daemon/logs/tailer.h"
@@ -21,6 +21,7 @@
 #include "daemon/workloads/workloads.h"
 #include "efawatch/version.h"
 #include "lib/common/findings_collector.h"
+#include "lib/common/instance_types.h"
 #include "lib/common/process_collector.h"
 #include "probes/collective/host_backend.h"
 #include "probes/collective/nccl_backend.h"
@@ -91,8 +92,9 @@ efa::EfaMonitorOptions EfaOptionsFrom(const Config& c) {
   o.evaluate_interval = c.efa_evaluate_interval;
   o.health.clear_after = c.efa_clear_after;
   o.health.rise_thresholds = c.efa_rise_thresholds;
-  o.health.expected_devices = c.efa_expected_devices > 0 ? c.efa_expected_devices
-                                                         : common::ExpectedEfaDevices(c.instance_type);
+  o.health.expected_devices = c.efa_expected_devices > 0
+                                  ? c.efa_expected_devices
+                                  : common::ExpectedEfaDevices(c.instance_type);
   return o;
 }
 
@@ -132,11 +134,13 @@ absl::Status App::Start() {
   if (auto st = CreateGrpc(); !st.ok()) return st;
   if (auto st = CreateMesh(endpoint); !st.ok()) return st;
   CreateWorkloads();
+  CreateDoctor();
   if (auto st = CreateMetrics(); !st.ok()) return st;
   // Background work starts once both edges are bound: a bad configuration exits before any.
   efa_->Start();
   if (mesh_) mesh_->Start();
   if (workloads_) workloads_->Start();
+  doctor_->Start();
   return tailer_->Start();
 }
 
@@ -267,6 +271,7 @@ absl::Status App::CreateMetrics() {
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
   if (mesh_collector_) collectors.push_back(mesh_collector_.get());
   if (workloads_) collectors.push_back(workloads_.get());
+  collectors.push_back(doctor_.get());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
@@ -359,6 +364,17 @@ void App::CreateWorkloads() {
                config_.node_name, config_.workload_interval.count());
 }
 
+void App::CreateDoctor() {
+  doctor::DoctorRunnerOptions o;
+  o.sysfs = config_.paths.sysfs;
+  o.procfs = config_.paths.procfs;
+  o.pod_log_root = config_.paths.pod_log_root;
+  o.interval = config_.doctor_interval;
+  doctor_ = std::make_unique<doctor::DoctorRunner>(std::move(o), &findings_, clock_);
+}
+
+void App::RunDoctor(DoctorDone done) { doctor_->RunAsync(std::move(done)); }
+
 void App::Stop() {
   // A coordination in flight is cancelled first: its RunCollective call then finishes at once.
   if (coordination_) coordination_->Stop();
@@ -368,6 +384,8 @@ void App::Stop() {
   if (mesh_) mesh_->Stop();
   // Its listing in flight is cancelled (the collector keeps answering from the last table).
   if (workloads_) workloads_->Stop();
+  // A doctor run in progress finishes (a few file reads); waiting RunDoctor calls get UNAVAILABLE.
+  if (doctor_) doctor_->Stop();
   // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once, so
   // the gRPC shutdown below does not wait for a long probe.
   if (fabric_) fabric_->Stop();

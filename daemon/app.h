@@ -45,6 +45,9 @@ struct PeerTls;
 namespace workloads {
 class WorkloadWatcher;
 }  // namespace workloads
+namespace doctor {
+class DoctorRunner;
+}  // namespace doctor
 namespace logs {
 class Tailer;
 class PodAnalysis;
@@ -78,6 +81,7 @@ class App final : public rpc::AgentHandler {
       const collective::JoinRequest& request) override;
   void StartCollective(const collective::StartRequest& request, RankDone done) override;
   void AbortCollective(const collective::AbortRequest& request) override;
+  void RunDoctor(DoctorDone done) override;
 
   int metrics_port() const;
   int grpc_port() const;
@@ -103,6 +107,7 @@ class App final : public rpc::AgentHandler {
   // Builds the fleet ping mesh when a discovery is configured (not started).
   absl::Status CreateMesh(const fabric::EndpointOptions& endpoint);
   void CreateWorkloads();  // sets workloads_ when --workload-identity is on and a token exists
+  void CreateDoctor();
 
   const Config config_;
   const common::Clock& clock_;
@@ -125,6 +130,7 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<mesh::Mesh> mesh_;
   std::unique_ptr<mesh::MeshCollector> mesh_collector_;
   std::unique_ptr<workloads::WorkloadWatcher> workloads_;  // Null when workload identity is off.
+  std::unique_ptr<doctor::DoctorRunner> doctor_;
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };

@@ -324,6 +324,10 @@ const std::vector<Option>& Options() {
        Bool(&Config::workload_identity, "workload-identity")},
       {"workload-interval-ms", false, "Time between listings of this node's pods.",
        Millis(&Config::workload_interval, "workload-interval-ms", 1000, 3600000)},
+      {"doctor-interval-ms", false,
+       "Time between the agent's doctor runs (the node's checks and, with hostPID, every NCCL "
+       "process's); 0: at start and on demand (RunDoctor) only.",
+       Millis(&Config::doctor_interval, "doctor-interval-ms", 0, 86400000)},
       {"mesh-group", false, "This node's topology group (static and dns discovery).",
        String(&Config::mesh_group)},
       {"mesh-fanout", false, "Peers each agent pings (besides its topology group).",

@@ -71,7 +71,8 @@ struct Config {
   // (connection: the mesh-k8s-api, -token-file and -ca-file settings).
   bool workload_identity = false;
   std::chrono::milliseconds workload_interval{30000};
-  std::string mesh_group;  // this node's topology group
+  std::chrono::milliseconds doctor_interval{3600 * 1000};  // daemon/doctor; hourly
+  std::string mesh_group;                                  // this node's topology group
   unsigned mesh_fanout = 8;
   unsigned mesh_max_group = 32;
   std::chrono::milliseconds mesh_interval{15000};

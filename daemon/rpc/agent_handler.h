@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "daemon/doctor/doctor_runner.h"
 #include "daemon/node_health.h"
 #include "lib/common/findings_board.h"
 #include "probes/collective/types.h"
@@ -39,6 +40,7 @@ class AgentHandler {
   using BandwidthDone = std::function<void(absl::StatusOr<fabric::BandwidthResult>)>;
   using CollectiveDone = std::function<void(absl::StatusOr<collective::Result>)>;
   using RankDone = std::function<void(absl::StatusOr<collective::RankResult>)>;
+  using DoctorDone = std::function<void(absl::StatusOr<doctor::Report>)>;
 
   virtual ~AgentHandler() = default;
   virtual common::NodeHealth GetNodeHealth() const = 0;
@@ -60,6 +62,10 @@ class AgentHandler {
       const collective::JoinRequest& request) = 0;
   virtual void StartCollective(const collective::StartRequest& request, RankDone done) = 0;
   virtual void AbortCollective(const collective::AbortRequest& request) = 0;
+
+  /// Runs the doctor's checks now (node, and the node's NCCL processes). RESOURCE_EXHAUSTED when
+  /// too many runs are already waiting.
+  virtual void RunDoctor(DoctorDone done) = 0;
 };
 
 }  // namespace efawatch::rpc

@@ -246,6 +246,18 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
     return reactor;
   }
 
+  grpc::ServerUnaryReactor* RunDoctor(grpc::CallbackServerContext* ctx,
+                                      const v1::RunDoctorRequest* /*request*/,
+                                      v1::DoctorReport* response) override {
+    auto* reactor = ctx->DefaultReactor();
+    handler_->RunDoctor([reactor, response](auto r) {
+      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
+      ToProto(*r, response);
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+
   grpc::ServerWriteReactor<v1::FindingEvent>* WatchFindings(
       grpc::CallbackServerContext* /*ctx*/, const v1::WatchFindingsRequest* request) override {
     return new WatchReactor(handler_->findings(), request->min_severity());

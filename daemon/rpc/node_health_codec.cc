@@ -1,5 +1,6 @@
 #include "daemon/rpc/node_health_codec.h"
 
+#include "proto/codec/doctor.h"
 #include "proto/codec/records.h"
 
 namespace efawatch::rpc {
@@ -64,6 +65,37 @@ common::NodeHealth FromProto(const v1::NodeHealth& in) {
                       .files = p.files()});
   }
   return h;
+}
+
+void ToProto(const doctor::Report& r, v1::DoctorReport* out) {
+  *out->mutable_ran_at() = ToProto(r.ran_at);
+  for (const doctor::Check& c : r.node) ToProto(c, out->add_node());
+  for (const doctor::ProcessReport& p : r.processes) {
+    auto* pp = out->add_processes();
+    pp->set_pid(static_cast<uint32_t>(p.pid));
+    pp->set_namespace_(p.namespace_name);
+    pp->set_pod(p.pod);
+    pp->set_container_id(p.container_id);
+    for (const doctor::Check& c : p.checks) ToProto(c, pp->add_checks());
+  }
+  out->set_processes_skipped(r.processes_skipped);
+}
+
+doctor::Report FromProto(const v1::DoctorReport& in) {
+  doctor::Report r;
+  r.ran_at = FromProto(in.ran_at());
+  for (const auto& c : in.node()) r.node.push_back(FromProto(c));
+  for (const auto& pp : in.processes()) {
+    doctor::ProcessReport p{.pid = static_cast<pid_t>(pp.pid()),
+                            .namespace_name = pp.namespace_(),
+                            .pod = pp.pod(),
+                            .container_id = pp.container_id(),
+                            .checks = {}};
+    for (const auto& c : pp.checks()) p.checks.push_back(FromProto(c));
+    r.processes.push_back(std::move(p));
+  }
+  r.processes_skipped = in.processes_skipped();
+  return r;
 }
 
 }  // namespace efawatch::rpc

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "daemon/doctor/doctor_runner.h"
 #include "daemon/node_health.h"
 #include "efawatch/v1/agent.pb.h"
 
@@ -9,5 +10,9 @@ namespace efawatch::rpc {
 
 void ToProto(const common::NodeHealth& h, v1::NodeHealth* out);
 common::NodeHealth FromProto(const v1::NodeHealth& in);
+
+/// The agent's doctor report (the checks themselves cross through proto/codec/doctor).
+void ToProto(const doctor::Report& r, v1::DoctorReport* out);
+doctor::Report FromProto(const v1::DoctorReport& in);
 
 }  // namespace efawatch::rpc

@@ -206,6 +206,16 @@ std::vector<MetricDef> BuildTable() {
        "JobSet, LeaderWorkerSet, Job, or the kind of the pod's top owner; for joins with the "
        "per-pod series. Removed with the pod.",
        {"namespace", "pod", "workload_kind", "workload"}},
+      {M::kDoctorChecks.name(),
+       T::kGauge,
+       "Always 1; the status (PASS, WARN, FAIL, SKIP) of each of the node's `efawatch doctor` "
+       "checks at the agent's last run (--doctor-interval); docs/doctor.md lists the checks.",
+       {"check", "status"}},
+      {M::kDoctorPodFailures.name(),
+       T::kGauge,
+       "FAIL checks of `efawatch doctor` over the NCCL processes of a pod on this node (seen "
+       "with hostPID), at the agent's last run. Removed with the pod's processes.",
+       {"namespace", "pod"}},
       {M::kLogsLinesTotal.name(),
        T::kCounter,
        "Log lines read from the container.",

@@ -437,7 +437,7 @@ std::vector<Check> RunChecks(const Target& t) {
   std::vector<Check> out = {
       GpuDriver(t),     GpuPeermem(t, f),  NcclLibraries(t, f), NetPlugin(t, f),
       Libfabric(t, f),  EfaProvider(t, f), EfaDevices(t, f),    Uverbs(t, f),
-      Memlock(t, f),       ShmSize(t),        SocketIfname(t),     ForcedTcp(t, f),
+      Memlock(t, f),    ShmSize(t),        SocketIfname(t),     ForcedTcp(t, f),
       FiProvider(t, f), DeviceRdma(t, f),  NcclDebug(t),        Overrides(t)};
   KnownBadChecks(t, f, &out);
   return out;

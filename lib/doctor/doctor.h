@@ -29,6 +29,8 @@ struct Check {
 /// What the checks look at.
 struct Target {
   std::filesystem::path root = "/";  ///< Files are read below this root.
+  /// Where the host's /sys is when not below `root` (the agent's --sysfs-root); "" for root/sys.
+  std::filesystem::path sys;
   /// /proc of the host, for the driver and the host's view of the process; "" for an image.
   std::filesystem::path host_proc = "/proc";
   /// The process's /proc entry (--pid), "" otherwise.

@@ -88,6 +88,7 @@ std::optional<uint64_t> FileOffset(std::string_view f, const Elf64_Ehdr& eh, uin
 }  // namespace
 
 fs::path InRoot(const Target& t, const std::string& path) {
+  if (!t.sys.empty() && path.starts_with("/sys/")) return t.sys / path.substr(5);
   return t.root / fs::path(path).relative_path();
 }
 

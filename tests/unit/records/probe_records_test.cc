@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/rpc/node_health_codec.h"
+#include "proto/codec/doctor.h"
 #include "proto/codec/probes.h"
 #include "tests/unit/records/field_count.h"
 
@@ -206,6 +207,55 @@ TEST(ProbeRecordsTest, NodeHealthCrossesWithEveryField) {
   EXPECT_TRUE(back.pods[0].nccl.tcp_fallback);
   EXPECT_EQ(back.pods[0].nccl.network, "Socket");
   EXPECT_EQ(back.pods[0].nccl.nodes_evidence, "proven_multi");
+}
+
+TEST(DoctorRecordsTest, ChecksAndReportsCrossWithEveryField) {
+  EXPECT_EQ(testing::FieldCount<doctor::Check>(), 5u);
+  EXPECT_EQ(testing::FieldCount<doctor::ProcessReport>(), 5u);
+  EXPECT_EQ(testing::FieldCount<doctor::Report>(), 4u);
+  for (doctor::Status st : {doctor::Status::kPass, doctor::Status::kWarn, doctor::Status::kFail,
+                            doctor::Status::kSkip}) {
+    const doctor::Check c{.id = "settings.fi_provider",
+                          .status = st,
+                          .summary = "s",
+                          .evidence = "FI_PROVIDER=tcp",
+                          .fix = "set FI_PROVIDER=efa"};
+    v1::DoctorCheck p;
+    codec::ToProto(c, &p);
+    const doctor::Check back = codec::FromProto(p);
+    EXPECT_EQ(back.id, c.id);
+    EXPECT_EQ(back.status, c.status);
+    EXPECT_EQ(back.summary, c.summary);
+    EXPECT_EQ(back.evidence, c.evidence);
+    EXPECT_EQ(back.fix, c.fix);
+  }
+  doctor::Report r;
+  r.ran_at = std::chrono::system_clock::time_point(1'700'000'000s);
+  r.node = {{.id = "a", .status = doctor::Status::kFail, .summary = "", .evidence = "", .fix = ""}};
+  r.processes = {{.pid = 42,
+                  .namespace_name = "ml",
+                  .pod = "p",
+                  .container_id = "c",
+                  .checks = {{.id = "b",
+                              .status = doctor::Status::kWarn,
+                              .summary = "",
+                              .evidence = "",
+                              .fix = ""}}}};
+  r.processes_skipped = 3;
+  v1::DoctorReport p;
+  rpc::ToProto(r, &p);
+  const doctor::Report back = rpc::FromProto(p);
+  EXPECT_EQ(back.ran_at, r.ran_at);
+  ASSERT_EQ(back.node.size(), 1u);
+  EXPECT_EQ(back.node[0].status, doctor::Status::kFail);
+  ASSERT_EQ(back.processes.size(), 1u);
+  EXPECT_EQ(back.processes[0].pid, 42);
+  EXPECT_EQ(back.processes[0].namespace_name, "ml");
+  EXPECT_EQ(back.processes[0].pod, "p");
+  EXPECT_EQ(back.processes[0].container_id, "c");
+  ASSERT_EQ(back.processes[0].checks.size(), 1u);
+  EXPECT_EQ(back.processes[0].checks[0].id, "b");
+  EXPECT_EQ(back.processes_skipped, 3u);
 }
 
 }  // namespace
