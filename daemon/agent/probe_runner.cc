@@ -14,6 +14,12 @@ void ProbeRunner::Resolve(const rpc::ProbeTarget& target, Options o, Run run, Fa
   if (target.peer_agent.empty() && target.peer_address.empty()) {
     return fail(absl::InvalidArgumentError("give peer_agent (host:port) or peer_address"));
   }
+  if (absl::Status s = target.peer_address.empty()
+                           ? policy_.CheckAgent(target.peer_agent)
+                           : policy_.CheckFabricAddress(target.peer_address);
+      !s.ok()) {
+    return fail(s);
+  }
   // Validate before any network work; the peer address is checked by the provider later.
   o.peer = target.peer_address.empty() ? std::string("?") : target.peer_address;
   if (absl::Status s = fabric_->Validate(o); !s.ok()) return fail(s);

@@ -5,19 +5,23 @@
 #include <string>
 
 #include "daemon/agent/fabric_address_lookup.h"
+#include "daemon/agent/target_policy.h"
 #include "daemon/rpc/agent_handler.h"
 #include "probes/fabric/fabric_service.h"
 
 namespace efawatch::agent {
 
-/// Ping and Bandwidth on demand: validates the options against the fabric service's limits,
-/// resolves the peer's fabric address (given, or asked of the peer agent, within the probe's
-/// deadline and at most 5 s), then starts the probe. Thread-safe; never blocks its caller.
+/// Ping and Bandwidth on demand: checks the target against the policy (no connection to a
+/// refused one), validates the options against the fabric service's limits, resolves the peer's
+/// fabric address (given, or asked of the peer agent, within the probe's deadline and at most 5 s),
+/// then starts the probe. Thread-safe; never blocks its caller.
 class ProbeRunner {
  public:
   /// `fabric` may be null (the agent found no provider): every probe then fails at once.
-  ProbeRunner(fabric::FabricService* fabric, FabricAddressLookup& lookup)
-      : fabric_(fabric), lookup_(lookup) {}
+  /// `policy` and `lookup` outlive the runner.
+  ProbeRunner(fabric::FabricService* fabric, FabricAddressLookup& lookup,
+              const TargetPolicy& policy)
+      : fabric_(fabric), lookup_(lookup), policy_(policy) {}
 
   void Ping(const rpc::ProbeTarget& target, fabric::PingOptions o,
             rpc::AgentHandler::PingDone done);
@@ -31,6 +35,7 @@ class ProbeRunner {
 
   fabric::FabricService* const fabric_;
   FabricAddressLookup& lookup_;
+  const TargetPolicy& policy_;
 };
 
 }  // namespace efawatch::agent
