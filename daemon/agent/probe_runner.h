@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -33,8 +34,13 @@ class ProbeRunner {
   template <typename Options, typename Run, typename Fail>
   void Resolve(const rpc::ProbeTarget& target, Options o, Run run, Fail fail);
 
+  // Peer lookups in flight are bounded like running probes (ProbeLimits::max_running's default):
+  // each is an outgoing connection a caller causes, and they precede the probe's own slot.
+  static constexpr size_t kMaxLookups = 8;
+
   fabric::FabricService* const fabric_;
   FabricAddressLookup& lookup_;
+  std::atomic<size_t> lookups_{0};
   const TargetPolicy& policy_;
 };
 
