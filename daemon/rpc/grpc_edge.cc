@@ -251,18 +251,15 @@ class RefusedWatch final : public grpc::ServerWriteReactor<v1::FindingEvent> {
   void OnDone() override { delete this; }
 };
 
-// The names a caller's verified client certificate carries: its subject alternative names and
-// common name (gRPC's auth context lists them once the TLS handshake verified the chain). Empty
-// on plaintext and for a server without client certificates.
+// The names a caller's verified client certificate carries: gRPC's peer identity, i.e. its
+// subject alternative names, or its common name when it has none (a name in the CN of a
+// certificate with SANs is not its identity, as for TLS host names). Empty on plaintext and for
+// a server without client certificates.
 std::vector<std::string> PeerIdentities(const grpc::CallbackServerContext& ctx) {
   std::vector<std::string> ids;
   const std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
   if (auth == nullptr || !auth->IsPeerAuthenticated()) return ids;
-  for (const char* property : {"x509_subject_alternative_name", "x509_common_name"}) {
-    for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
-      ids.emplace_back(v.data(), v.size());
-    }
-  }
+  for (const grpc::string_ref& v : auth->GetPeerIdentity()) ids.emplace_back(v.data(), v.size());
   return ids;
 }
 
