@@ -61,7 +61,8 @@ until_ms=$(deadline_after 10000)
 until [[ -s $WORK/loopback_port ]]; do before "$until_ms" || fail "listener did not start"; sleep 0.05; done
 LPORT=$(cat "$WORK/loopback_port")
 
-# start_agent NAME ALLOWED_CIDRS: a plaintext agent on the namespace's loopback.
+# start_agent NAME ALLOWED_CIDRS: a plaintext agent on the namespace's loopback; sets PORT to its
+# gRPC port. Run in this shell (not in $(...)) so cleanup knows its pid.
 start_agent() {
   ip netns exec "$NS" "$AGENT" --grpc-listen=127.0.0.1:0 --metrics-listen=127.0.0.1:0 \
     --port-file="$WORK/$1.ports" --sysfs-root="$WORK" --pod-log-root="$WORK" \
@@ -74,14 +75,15 @@ start_agent() {
     before "$until_ms" || { cat "$WORK/$1.log"; fail "agent $1 did not start"; }
     sleep 0.05
   done
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["grpc"])' "$WORK/$1.ports"
+  PORT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["grpc"])' "$WORK/$1.ports")
 }
 ping_from() {  # ping_from GRPC_PORT TARGET: the CLI's output (rc ignored)
   ip netns exec "$NS" "$CLI" ping --agent "127.0.0.1:$1" --peer "$2" --count 1 \
     --deadline-ms 3000 --timeout-ms 5000 2>&1 || true
 }
 
-GRPC=$(start_agent strict 203.0.113.0/24)
+start_agent strict 203.0.113.0/24
+GRPC=$PORT
 for target in 169.254.169.254:80 198.51.100.7:9478 "127.0.0.1:$LPORT" "localhost:$LPORT" \
   "unix:$WORK/agent.sock" "unix://$WORK/agent.sock"; do
   out=$(ping_from "$GRPC" "$target")
@@ -93,7 +95,8 @@ echo "no connection attempted to any refused target"
 
 # Control: with 198.51.100.0/24 allowed the same agent binary dials the listener (which is no
 # agent, so the ping fails), so the zero above is no blind spot of the listener.
-GRPC2=$(start_agent control 198.51.100.0/24)
+start_agent control 198.51.100.0/24
+GRPC2=$PORT
 out=$(ping_from "$GRPC2" 198.51.100.7:9478)
 grep -q "refused" <<<"$out" && fail "control target refused: $out"
 until_ms=$(deadline_after 10000)
