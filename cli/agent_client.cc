@@ -27,4 +27,21 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const AgentConnection
   return grpc::CreateCustomChannel(conn.address, grpc::SslCredentials(ssl), args);
 }
 
+std::string SecurityHint(const grpc::Status& status, const AgentConnection& conn) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return " [the certificate's identity lacks the role for this call: docs/security.md]";
+    case grpc::StatusCode::UNAVAILABLE:
+      // A refused TLS handshake reaches the client as UNAVAILABLE, like a dead agent.
+      if (conn.tls_cert.empty()) {
+        return " [an agent serving mutual TLS needs --tls-ca/--tls-cert/--tls-key or "
+               "EFAWATCH_TLS_CA/_CERT/_KEY]";
+      }
+      return " [if the agent runs: is the certificate from the agent's CA, and "
+             "--tls-server-name the agent's name (efawatch-agent)?]";
+    default:
+      return "";
+  }
+}
+
 }  // namespace efawatch::cli

@@ -23,4 +23,8 @@ struct AgentConnection {
 /// A channel to the agent, or InvalidArgument when a TLS file cannot be read.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const AgentConnection& conn);
 
+/// A hint to append to a failed call's message, naming the likely missing certificate or role
+/// (docs/security.md); empty when there is nothing to add.
+std::string SecurityHint(const grpc::Status& status, const AgentConnection& conn);
+
 }  // namespace efawatch::cli

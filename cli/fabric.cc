@@ -47,7 +47,8 @@ int Invoke(const char* name, const AgentConnection& conn, uint32_t deadline_ms,
                    std::chrono::milliseconds(deadline_ms));
   grpc::Status st = call(*stub, &ctx, request, response);
   if (!st.ok()) {
-    err << "efawatch " << name << ": agent " << conn.address << ": " << st.error_message() << "\n";
+    err << "efawatch " << name << ": agent " << conn.address << ": " << st.error_message()
+        << SecurityHint(st, conn) << "\n";
     return 1;
   }
   return 0;

@@ -21,10 +21,15 @@ void AddConnectionFlags(CLI::App* cmd, efawatch::cli::AgentConnection& conn,
                         bool agent_required = true) {
   auto* agent = cmd->add_option("--agent", conn.address, "Agent gRPC address host:port");
   if (agent_required) agent->required();
-  cmd->add_option("--tls-ca", conn.tls_ca, "PEM CA to verify the agent");
-  cmd->add_option("--tls-cert", conn.tls_cert, "PEM client certificate (mutual TLS)");
-  cmd->add_option("--tls-key", conn.tls_key, "PEM client key (mutual TLS)");
-  cmd->add_option("--tls-server-name", conn.tls_server_name, "Name expected in the agent cert");
+  // Operators set the environment once (docs/security.md) instead of typing four paths a call.
+  cmd->add_option("--tls-ca", conn.tls_ca, "PEM CA to verify the agent")
+      ->envname("EFAWATCH_TLS_CA");
+  cmd->add_option("--tls-cert", conn.tls_cert, "PEM client certificate (mutual TLS)")
+      ->envname("EFAWATCH_TLS_CERT");
+  cmd->add_option("--tls-key", conn.tls_key, "PEM client key (mutual TLS)")
+      ->envname("EFAWATCH_TLS_KEY");
+  cmd->add_option("--tls-server-name", conn.tls_server_name, "Name expected in the agent cert")
+      ->envname("EFAWATCH_TLS_SERVER_NAME");
   cmd->add_option_function<int>(
          "--timeout-ms", [&conn](int ms) { conn.timeout = std::chrono::milliseconds(ms); },
          "Give up after this long (default 5000)")

@@ -71,7 +71,7 @@ int RunStatus(const AgentConnection& conn, const std::string& format, std::ostre
   grpc::Status st = stub->GetNodeHealth(&ctx, v1::GetNodeHealthRequest(), &health);
   if (!st.ok()) {
     err << "efawatch status: agent " << conn.address << " unreachable or failing ("
-        << st.error_message() << ")\n";
+        << st.error_message() << ")" << SecurityHint(st, conn) << "\n";
     return 1;
   }
   if (format == "json") {

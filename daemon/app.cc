@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "daemon/agent/coordination.h"
 #include "daemon/agent/probe_runner.h"
+#include "daemon/agent/target_policy.h"
 #include "daemon/doctor/doctor_runner.h"
 #include "daemon/efa/efa_monitor.h"
 #include "daemon/export/prometheus_edge.h"
@@ -242,9 +243,19 @@ absl::Status App::CreatePeers() {
   peer_channels_ = *std::move(channels);
   peer_lookup_ = std::make_unique<rpc::GrpcPeerLookup>(*peer_channels_);
   collective_calls_ = std::make_unique<rpc::GrpcCollectiveCalls>(*peer_channels_);
-  probes_ = std::make_unique<agent::ProbeRunner>(fabric_.get(), *peer_lookup_);
-  coordination_ = std::make_unique<agent::Coordination>(*collective_calls_,
-                                                        collective::CollectiveLimits{}, clock_);
+  agent::TargetPolicyOptions t;
+  t.allowed =
+      config_.probe_allowed_cidrs.empty() ? agent::HostSubnets() : config_.probe_allowed_cidrs;
+  t.allow_loopback = config_.probe_allow_loopback;
+  std::vector<std::string> blocks;
+  for (const auto& c : t.allowed) blocks.push_back(c.ToString());
+  spdlog::info("probe targets: agents in {}{}",
+               blocks.empty() ? "(none)" : absl::StrJoin(blocks, ", "),
+               t.allow_loopback ? " and on loopback" : "");
+  targets_ = std::make_unique<agent::TargetPolicy>(std::move(t));
+  probes_ = std::make_unique<agent::ProbeRunner>(fabric_.get(), *peer_lookup_, *targets_);
+  coordination_ = std::make_unique<agent::Coordination>(
+      *collective_calls_, collective::CollectiveLimits{}, *targets_, clock_);
   return absl::OkStatus();
 }
 
@@ -254,6 +265,15 @@ absl::Status App::CreateGrpc() {
   gopts.tls_cert_file = config_.grpc_tls_cert;
   gopts.tls_key_file = config_.grpc_tls_key;
   gopts.tls_client_ca_file = config_.grpc_tls_client_ca;
+  gopts.authz = {.readers = config_.grpc_authz_readers,
+                 .operators = config_.grpc_authz_operators,
+                 .agents = config_.grpc_authz_agents};
+  if (!config_.grpc_tls_client_ca.empty() && config_.grpc_authz_readers.empty() &&
+      config_.grpc_authz_operators.empty() && config_.grpc_authz_agents.empty()) {
+    spdlog::warn(
+        "gRPC: no --grpc-authz-* roles: every client certificate the CA signed may call every "
+        "RPC (docs/security.md)");
+  }
   auto grpc = rpc::GrpcEdge::Create(gopts, this);
   if (!grpc.ok()) return grpc.status();
   grpc_ = std::move(*grpc);
@@ -272,6 +292,7 @@ absl::Status App::CreateMetrics() {
   if (mesh_collector_) collectors.push_back(mesh_collector_.get());
   if (workloads_) collectors.push_back(workloads_.get());
   collectors.push_back(doctor_.get());
+  collectors.push_back(&grpc_->denial_collector());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);

@@ -35,6 +35,7 @@ class MeshCollector;
 namespace agent {
 class ProbeRunner;
 class Coordination;
+class TargetPolicy;
 }  // namespace agent
 namespace rpc {
 class GrpcCollectiveCalls;
@@ -124,6 +125,7 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<rpc::PeerChannels> peer_channels_;
   std::unique_ptr<rpc::GrpcPeerLookup> peer_lookup_;
   std::unique_ptr<rpc::GrpcCollectiveCalls> collective_calls_;
+  std::unique_ptr<agent::TargetPolicy> targets_;
   std::unique_ptr<agent::ProbeRunner> probes_;
   std::unique_ptr<agent::Coordination> coordination_;
   std::unique_ptr<collective::Participant> collective_;

@@ -83,6 +83,14 @@ Setter Int(const std::string& flag, int64_t lo, int64_t hi, Store store) {
   };
 }
 
+Setter Identities(std::vector<std::string> Config::*field) {
+  return [field](Config& c, const std::string& v) {
+    c.*field = absl::StrSplit(v, ',', absl::SkipWhitespace());
+    for (auto& id : c.*field) id = std::string(absl::StripAsciiWhitespace(id));
+    return absl::OkStatus();
+  };
+}
+
 Setter Unsigned(unsigned Config::*field, const std::string& flag, int64_t lo, int64_t hi) {
   return Int(flag, lo, hi, [field](Config& c, int64_t n) { c.*field = static_cast<unsigned>(n); });
 }
@@ -108,6 +116,34 @@ const std::vector<Option>& Options() {
        String(&Config::grpc_tls_client_ca)},
       {"grpc-insecure", true, "Allow plaintext gRPC on a non-loopback address.",
        Bool(&Config::grpc_insecure, "grpc-insecure")},
+      {"grpc-authz-readers", false,
+       "Certificate identities (SAN or CN) allowed health, node health and findings.",
+       Identities(&Config::grpc_authz_readers)},
+      {"grpc-authz-operators", false,
+       "Certificate identities allowed probes and collectives (and what readers may).",
+       Identities(&Config::grpc_authz_operators)},
+      {"grpc-authz-agents", false,
+       "Certificate identities of peer agents (join, start and abort collectives).",
+       Identities(&Config::grpc_authz_agents)},
+      {"probe-allowed-cidrs", false,
+       "Comma-separated address blocks where peer agents live; probes and collectives connect "
+       "nowhere else (default: this host's subnets).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         auto list = common::ParseCidrList(v);
+         if (!list.ok()) return Bad("probe-allowed-cidrs", v, std::string(list.status().message()));
+         c.probe_allowed_cidrs = *std::move(list);
+         return absl::OkStatus();
+       }},
+      {"probe-allow-loopback", true,
+       "Let probes and collectives reach agents on loopback (default: only when gRPC listens on "
+       "loopback).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         auto b = ParseBool(v);
+         if (!b.ok()) return Bad("probe-allow-loopback", v, std::string(b.status().message()));
+         c.probe_allow_loopback = *b;
+         c.probe_allow_loopback_set = true;
+         return absl::OkStatus();
+       }},
       {"port-file", false, "Write the bound ports as JSON to this file.",
        String(&Config::port_file)},
       {"sysfs-root", false, "Where the host's /sys is mounted.", Path(&common::HostPaths::sysfs)},
@@ -448,6 +484,13 @@ absl::Status Validate(Config& c) {
                "not a loopback address: give --grpc-tls-cert/--grpc-tls-key, or --grpc-insecure "
                "to serve plaintext deliberately");
   }
+  const bool authz = !c.grpc_authz_readers.empty() || !c.grpc_authz_operators.empty() ||
+                     !c.grpc_authz_agents.empty();
+  if (authz && c.grpc_tls_client_ca.empty()) {
+    return absl::InvalidArgumentError(
+        "--grpc-authz-* roles need --grpc-tls-client-ca: identities come from client certificates");
+  }
+  if (!c.probe_allow_loopback_set) c.probe_allow_loopback = IsLoopbackAddress(c.grpc_listen);
   if (c.node_name.empty()) {
     char buf[256] = {};
     if (gethostname(buf, sizeof(buf) - 1) == 0) c.node_name = buf;

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "lib/common/host_paths.h"
+#include "lib/common/ip_address.h"
 
 namespace efawatch {
 
@@ -25,6 +26,14 @@ struct Config {
   std::string grpc_tls_key;
   std::string grpc_tls_client_ca;  // set: clients must present a certificate it signed (mTLS)
   bool grpc_insecure = false;      // plaintext gRPC on a non-loopback address, explicitly
+  // Certificate identities per role (docs/security.md); all empty: no per-call authorization.
+  std::vector<std::string> grpc_authz_readers;
+  std::vector<std::string> grpc_authz_operators;
+  std::vector<std::string> grpc_authz_agents;
+  // Where probes and collectives may connect (daemon/agent/target_policy.h).
+  std::vector<common::Cidr> probe_allowed_cidrs;  // empty: this host's subnets
+  bool probe_allow_loopback = false;      // default: true when gRPC listens on loopback only
+  bool probe_allow_loopback_set = false;  // given explicitly (else the default above applies)
   std::string port_file;
   common::HostPaths paths;
   std::filesystem::path state_dir = "/var/lib/efawatch";

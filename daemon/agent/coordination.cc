@@ -5,6 +5,9 @@ namespace efawatch::agent {
 void Coordination::Run(collective::RunRequest request, rpc::AgentHandler::CollectiveDone done) {
   auto normalized = collective::Normalize(std::move(request), limits_);
   if (!normalized.ok()) return done(normalized.status());
+  for (const auto& p : normalized->participants) {
+    if (absl::Status s = policy_.CheckAgent(p); !s.ok()) return done(s);
+  }
   std::lock_guard lock(mu_);
   if (stopped_) return done(absl::UnavailableError("agent shutting down"));
   if (coordinating_) {

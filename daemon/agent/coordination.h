@@ -3,6 +3,7 @@
 #include <mutex>
 #include <thread>
 
+#include "daemon/agent/target_policy.h"
 #include "daemon/rpc/agent_handler.h"
 #include "lib/common/clock.h"
 #include "probes/collective/coordinator.h"
@@ -10,14 +11,15 @@
 namespace efawatch::agent {
 
 /// RunCollective on demand: at most one coordination at a time per agent (a second one is
-/// RESOURCE_EXHAUSTED), normalized and checked against the limits before any network work, run
+/// RESOURCE_EXHAUSTED), normalized and checked against the limits and its participants against
+/// the target policy before any network work, run
 /// on its own thread because it waits on its participants for up to the deadline.
 /// Thread-safe. Stop() cancels the calls in flight and joins the thread.
 class Coordination {
  public:
   Coordination(collective::ParticipantCalls& calls, collective::CollectiveLimits limits,
-               const common::Clock& clock)
-      : calls_(calls), limits_(limits), clock_(clock) {}
+               const TargetPolicy& policy, const common::Clock& clock)
+      : calls_(calls), limits_(limits), policy_(policy), clock_(clock) {}
   ~Coordination() { Stop(); }
 
   void Run(collective::RunRequest request, rpc::AgentHandler::CollectiveDone done);
@@ -26,6 +28,7 @@ class Coordination {
  private:
   collective::ParticipantCalls& calls_;
   const collective::CollectiveLimits limits_;
+  const TargetPolicy& policy_;
   const common::Clock& clock_;
   std::mutex mu_;
   bool coordinating_ = false;  // guarded by mu_

@@ -21,7 +21,7 @@ std::string ReadAll(const fs::path& p) {
   return ss.str();
 }
 
-// The node as the agent sees it: the host's /sys and /proc, the agent's own process limits.
+// The node as the agent sees it: the host's /sys and /proc.
 Target NodeTarget(const DoctorRunnerOptions& o) {
   Target t;
   t.sys = o.sysfs;
@@ -135,7 +135,7 @@ Report DoctorRunner::RunNow() {
   std::lock_guard run(run_mu_);
   Report r;
   r.ran_at = clock_.WallNow();
-  r.node = RunChecks(NodeTarget(options_));
+  r.node = RunNodeChecks(NodeTarget(options_));
   const auto pods = logs::PodNamesByUid(options_.pod_log_root);
   for (pid_t pid : NcclProcesses(options_.procfs)) {
     if (r.processes.size() >= options_.max_processes) {

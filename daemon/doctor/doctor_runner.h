@@ -39,8 +39,8 @@ struct DoctorRunnerOptions {
   unsigned max_processes = 32;  ///< NCCL processes checked per run (bounded cost)
 };
 
-/// Runs lib/doctor's checks for the node (devices and driver from the host's /sys and /proc, the
-/// agent's own limits) and for every process of the host that has libnccl mapped (visible with
+/// Runs lib/doctor's checks for the node (driver, peermem, EFA devices from the host's /sys and
+/// /proc) and all of them for every process of the host that has libnccl mapped (visible with
 /// hostPID), each attributed to its pod through its cgroup. At start, every `interval`, and on
 /// demand (RunNow). Exports efawatch_doctor_checks{check,status} for the node and
 /// efawatch_doctor_pod_failures{namespace,pod}; publishes one finding per FAIL (owner "doctor"),

@@ -72,6 +72,14 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
   mutable std::mutex mu_;
 };
 
+// /healthz and /readyz for the kubelet's HTTP probes: the kubelet presents no client certificate,
+// so it cannot use the gRPC health service under mutual TLS. Serving at all is the answer (the
+// agent binds this edge last, once everything else started): 200 with an empty body.
+class PrometheusEdge::Alive final : public prometheus::Collectable {
+ public:
+  std::vector<prometheus::MetricFamily> Collect() const override { return {}; }
+};
+
 absl::StatusOr<std::unique_ptr<PrometheusEdge>> PrometheusEdge::Create(
     PrometheusEdgeOptions options, std::vector<common::Collector*> collectors,
     common::CollectorStatusBoard* status, const common::Clock& clock) {
@@ -88,6 +96,9 @@ absl::StatusOr<std::unique_ptr<PrometheusEdge>> PrometheusEdge::Create(
         absl::StrCat("metrics listen ", listen, ": cannot bind (", e.what(), ")"));
   }
   edge->exposer_->RegisterCollectable(edge->scraper_);
+  edge->alive_ = std::make_shared<Alive>();
+  edge->exposer_->RegisterCollectable(edge->alive_, "/healthz");
+  edge->exposer_->RegisterCollectable(edge->alive_, "/readyz");
   const auto ports = edge->exposer_->GetListeningPorts();
   if (ports.empty())
     return absl::UnavailableError(absl::StrCat("metrics listen ", listen, ": no listening port"));

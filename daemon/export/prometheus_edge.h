@@ -30,7 +30,8 @@ struct PrometheusEdgeOptions {
   std::chrono::milliseconds collector_budget{2000};
 };
 
-/// The only place that knows prometheus-cpp. Serves /metrics over HTTP; at each scrape it runs
+/// The only place that knows prometheus-cpp. Serves /metrics over HTTP, and /healthz and /readyz
+/// (200, empty) for the kubelet; at each scrape it runs
 /// every collector with its time budget, renders what they wrote through the metric table and
 /// adds efawatch_build_info, efawatch_start_time_seconds and per-collector success and duration.
 /// Scrapes are serialized (collectors need not be thread-safe). Collectors must outlive the edge.
@@ -46,9 +47,11 @@ class PrometheusEdge {
 
  private:
   class Scraper;
+  class Alive;
   PrometheusEdge() = default;
 
   std::shared_ptr<Scraper> scraper_;
+  std::shared_ptr<Alive> alive_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
 };

@@ -144,16 +144,36 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
   bool finished_ = false;
 };
 
+// A WatchFindings call refused before it starts: finishes at once, writes nothing.
+class RefusedWatch final : public grpc::ServerWriteReactor<v1::FindingEvent> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+// The names a caller's verified client certificate carries: gRPC's peer identity, i.e. its
+// subject alternative names, or its common name when it has none (a name in the CN of a
+// certificate with SANs is not its identity, as for TLS host names). Empty on plaintext and for
+// a server without client certificates.
+std::vector<std::string> PeerIdentities(const grpc::CallbackServerContext& ctx) {
+  std::vector<std::string> ids;
+  const std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
+  if (auth == nullptr || !auth->IsPeerAuthenticated()) return ids;
+  for (const grpc::string_ref& v : auth->GetPeerIdentity()) ids.emplace_back(v.data(), v.size());
+  return ids;
+}
+
 }  // namespace
 
 class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
  public:
-  explicit AgentService(AgentHandler* handler) : handler_(handler) {}
+  AgentService(AgentHandler* handler, Authorizer* authz) : handler_(handler), authz_(authz) {}
 
   grpc::ServerUnaryReactor* RunCollective(grpc::CallbackServerContext* ctx,
                                           const v1::RunCollectiveRequest* request,
                                           v1::CollectiveResult* response) override {
     auto* reactor = ctx->DefaultReactor();
+    if (Refused(*ctx, Method::kRunCollective, reactor)) return reactor;
     handler_->RunCollective(codec::FromProto(*request), [reactor, response](auto r) {
       if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
       codec::ToProto(*r, response);
@@ -166,6 +186,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                            const v1::JoinCollectiveRequest* request,
                                            v1::JoinCollectiveResponse* response) override {
     auto* reactor = ctx->DefaultReactor();
+    if (Refused(*ctx, Method::kJoinCollective, reactor)) return reactor;
     // Opening the backend takes one fi_getinfo (a fraction of a second), bounded: done inline.
     auto joined = handler_->JoinCollective(codec::FromProto(*request));
     if (!joined.ok()) {
@@ -181,6 +202,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                             const v1::StartCollectiveRequest* request,
                                             v1::RankResult* response) override {
     auto* reactor = ctx->DefaultReactor();
+    if (Refused(*ctx, Method::kStartCollective, reactor)) return reactor;
     handler_->StartCollective(codec::FromProto(*request), [reactor, response](auto r) {
       if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
       codec::ToProto(*r, response);
@@ -193,6 +215,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                             const v1::AbortCollectiveRequest* request,
                                             v1::AbortCollectiveResponse* /*response*/) override {
     auto* reactor = ctx->DefaultReactor();
+    if (Refused(*ctx, Method::kAbortCollective, reactor)) return reactor;
     handler_->AbortCollective(codec::FromProto(*request));
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -202,6 +225,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                           const v1::GetNodeHealthRequest* /*request*/,
                                           v1::NodeHealth* response) override {
     auto* reactor = ctx->DefaultReactor();
+    if (Refused(*ctx, Method::kGetNodeHealth, reactor)) return reactor;
     ToProto(handler_->GetNodeHealth(), response);
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -211,6 +235,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                              const v1::GetFabricAddressRequest* /*request*/,
                                              v1::FabricAddress* response) override {
     auto* reactor = ctx->DefaultReactor();
+    if (Refused(*ctx, Method::kGetFabricAddress, reactor)) return reactor;
     auto a = handler_->GetFabricAddress();
     if (!a.ok()) {
       reactor->Finish(ToGrpc(a.status()));
@@ -226,6 +251,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* request,
                                  v1::PingResponse* response) override {
     auto* reactor = ctx->DefaultReactor();
+    if (Refused(*ctx, Method::kPing, reactor)) return reactor;
     handler_->Ping(Target(*request), codec::FromProto(*request), [reactor, response](auto r) {
       if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
       codec::ToProto(*r, response);
@@ -238,6 +264,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                       const v1::BandwidthRequest* request,
                                       v1::BandwidthResponse* response) override {
     auto* reactor = ctx->DefaultReactor();
+    if (Refused(*ctx, Method::kBandwidth, reactor)) return reactor;
     handler_->Bandwidth(Target(*request), codec::FromProto(*request), [reactor, response](auto r) {
       if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
       codec::ToProto(*r, response);
@@ -250,6 +277,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
                                       const v1::RunDoctorRequest* /*request*/,
                                       v1::DoctorReport* response) override {
     auto* reactor = ctx->DefaultReactor();
+    if (Refused(*ctx, Method::kRunDoctor, reactor)) return reactor;
     handler_->RunDoctor([reactor, response](auto r) {
       if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
       ToProto(*r, response);
@@ -259,17 +287,43 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   }
 
   grpc::ServerWriteReactor<v1::FindingEvent>* WatchFindings(
-      grpc::CallbackServerContext* /*ctx*/, const v1::WatchFindingsRequest* request) override {
+      grpc::CallbackServerContext* ctx, const v1::WatchFindingsRequest* request) override {
+    if (auto st = Authorize(*ctx, Method::kWatchFindings); !st.ok()) return new RefusedWatch(st);
     return new WatchReactor(handler_->findings(), request->min_severity());
   }
 
  private:
+  grpc::Status Authorize(const grpc::CallbackServerContext& ctx, Method method) {
+    if (!authz_->enabled()) return grpc::Status::OK;
+    const std::vector<std::string> ids = PeerIdentities(ctx);
+    bool log_now = false;
+    absl::Status st = authz_->Check(method, ids, std::chrono::steady_clock::now(), &log_now);
+    if (st.ok()) return grpc::Status::OK;
+    if (log_now) {
+      spdlog::warn(
+          "gRPC: refused a call from {}: {} (further refusals of it counted, logged "
+          "once a minute)",
+          ctx.peer(), std::string(st.message()));
+    }
+    return ToGrpc(st);
+  }
+
+  // True when the call is refused; the reactor is then finished.
+  bool Refused(const grpc::CallbackServerContext& ctx, Method method,
+               grpc::ServerUnaryReactor* reactor) {
+    grpc::Status st = Authorize(ctx, method);
+    if (st.ok()) return false;
+    reactor->Finish(st);
+    return true;
+  }
+
   template <typename Request>
   static ProbeTarget Target(const Request& r) {
     return {.peer_agent = r.peer_agent(), .peer_address = r.peer_address()};
   }
 
   AgentHandler* const handler_;
+  Authorizer* const authz_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions& options,
@@ -296,7 +350,9 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
 
   gpr_set_log_function(ForwardGrpcLog);
   std::unique_ptr<GrpcEdge> edge(new GrpcEdge());
-  edge->service_ = std::make_unique<AgentService>(handler);
+  edge->authz_ = std::make_unique<Authorizer>(options.authz);
+  edge->denials_ = std::make_unique<DenialCollector>(*edge->authz_);
+  edge->service_ = std::make_unique<AgentService>(handler, edge->authz_.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

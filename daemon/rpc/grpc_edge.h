@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/rpc/agent_handler.h"
+#include "daemon/rpc/authz.h"
 
 namespace grpc {
 class Server;
@@ -17,11 +18,15 @@ struct GrpcEdgeOptions {
   std::string tls_cert_file;  // empty: plaintext (config validation allows it on loopback only)
   std::string tls_key_file;
   std::string tls_client_ca_file;  // non-empty: mutual TLS, client certificates required
+  AuthzOptions authz;              // identities per role; none: every caller may call anything
 };
 
 /// The only place in the daemon that knows gRPC. Serves efawatch.v1.Agent (callback API) over
-/// the handler, the standard grpc.health.v1.Health service and server reflection.
-/// Thread-safe; Shutdown() (also run by the destructor) returns within about a second.
+/// the handler, the standard grpc.health.v1.Health service and server reflection. Every Agent
+/// call is first checked against the role table (authz.h) with the identity of the caller's
+/// client certificate: a denied call ends PERMISSION_DENIED, counted and logged (once a minute
+/// per identity and method), and never reaches the handler. Thread-safe; Shutdown() (also run by
+/// the destructor) returns within about a second.
 class GrpcEdge {
  public:
   /// `handler` outlives the edge; every RPC converts its message and calls one method of it.
@@ -30,12 +35,16 @@ class GrpcEdge {
   ~GrpcEdge();
 
   int port() const { return port_; }
+  /// efawatch_grpc_denied_total; lives as long as the edge.
+  common::Collector& denial_collector() { return *denials_; }
   void Shutdown();
 
  private:
   class AgentService;
   GrpcEdge() = default;
 
+  std::unique_ptr<Authorizer> authz_;
+  std::unique_ptr<DenialCollector> denials_;
   std::unique_ptr<AgentService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

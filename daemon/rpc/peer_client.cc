@@ -10,6 +10,25 @@
 #include "proto/codec/collective.h"
 
 namespace efawatch::rpc {
+namespace {
+
+// What went wrong with a peer, in one word: the peer's own error text is never relayed, so a
+// caller cannot use an agent to read what some other service on the network answers.
+const char* Summary(const grpc::Status& s) {
+  switch (s.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "timeout";
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "refused";
+    case grpc::StatusCode::NOT_FOUND:
+      return "no fabric responder";
+    default:
+      return "unreachable";
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> PeerCredentials(const PeerTls& tls) {
   if (tls.cert_file.empty()) return grpc::InsecureChannelCredentials();
@@ -73,7 +92,7 @@ void GrpcPeerLookup::Ask(const std::string& agent, std::chrono::milliseconds tim
       [call, agent, done = std::move(done)](const grpc::Status& s) {
         if (!s.ok()) {
           return done(absl::UnavailableError(
-              absl::StrCat("peer agent ", agent, ": GetFabricAddress: ", s.error_message())));
+              absl::StrCat("peer agent ", agent, ": GetFabricAddress: ", Summary(s))));
         }
         if (call->response.address().empty()) {
           return done(

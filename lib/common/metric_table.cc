@@ -300,6 +300,12 @@ std::vector<MetricDef> BuildTable() {
        T::kGauge,
        "1 when the fabric responder runs; labels name the libfabric provider and fabric in use.",
        {"provider", "fabric"}},
+      // The gRPC edge (daemon/rpc).
+      {M::kGrpcDeniedTotal.name(),
+       T::kCounter,
+       "gRPC calls refused with PERMISSION_DENIED because the caller's certificate identity holds "
+       "no role the method allows (docs/security.md), per method.",
+       {"method"}},
   };
   for (size_t i = 0; i < efa::KnownCounters().size(); ++i) {
     const auto& c = efa::KnownCounters()[i];

@@ -94,6 +94,7 @@ struct M {
   static constexpr Metric kMeshRoundsTotal{"efawatch_mesh_rounds_total"};
   static constexpr Metric kMeshSelfSuspect{"efawatch_mesh_self_suspect"};
   static constexpr Metric kFabricResponderUp{"efawatch_fabric_responder_up"};
+  static constexpr Metric kGrpcDeniedTotal{"efawatch_grpc_denied_total"};
 
   /// efawatch_efa_<counter>_total for a hw_counters name the EFA counter table knows
   /// (efa_counters.h), nullopt for any other name (exported generically as efawatch_rdma_hw_stat).

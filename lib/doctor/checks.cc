@@ -432,6 +432,13 @@ void KnownBadChecks(const Target& t, const Facts& f, std::vector<Check>* out) {
 
 }  // namespace
 
+std::vector<Check> RunNodeChecks(const Target& t) {
+  Facts f;
+  f.instance_type = FirstLine(InRoot(t, "/sys/devices/virtual/dmi/id/product_name"));
+  f.efa_devices = CountEfaDevices(t);
+  return {GpuDriver(t), GpuPeermem(t, f), EfaDevices(t, f)};
+}
+
 std::vector<Check> RunChecks(const Target& t) {
   const Facts f = Gather(t);
   std::vector<Check> out = {

@@ -53,6 +53,11 @@ absl::StatusOr<Target> ProcessTarget(const std::filesystem::path& proc, pid_t pi
 /// Every check, in the order docs/doctor.md lists them.
 std::vector<Check> RunChecks(const Target& target);
 
+/// The checks about the node itself (driver, peermem, EFA devices against the instance type), for
+/// the agent: its own libraries and settings say nothing about the training jobs' (those are
+/// checked per process).
+std::vector<Check> RunNodeChecks(const Target& target);
+
 /// The worst status of `checks` (SKIP counts as PASS).
 Status Worst(const std::vector<Check>& checks);
 

@@ -1,5 +1,7 @@
 #include "probes/collective/participant.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace efawatch::collective {
@@ -64,13 +66,18 @@ Participant::Participant(std::string node_name, CollectiveLimits limits, Backend
 
 Participant::~Participant() { Stop(); }
 
+// A coordinator joins its participants one after the other, each in about a second (a backend
+// opens one endpoint; NCCL also initializes CUDA), then starts them all: a minute covers dozens
+// of participants, and bounds how long a join without a start holds the node's one slot.
+constexpr std::chrono::seconds kStartGrace{60};
+
 bool Participant::busy() const {
   std::lock_guard lock(mu_);
   return session_ != nullptr;
 }
 
 void Participant::ReclaimExpiredLocked() {
-  if (session_ && !session_->started && clock_.Now() >= session_->deadline) {
+  if (session_ && !session_->started && clock_.Now() >= session_->start_by) {
     session_.reset();
   }
 }
@@ -87,14 +94,16 @@ absl::StatusOr<JoinResponse> Participant::Join(const JoinRequest& request) {
     std::lock_guard lock(mu_);
     ReclaimExpiredLocked();
     if (session_) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("node ", node_name_, " is already in collective ", session_->join.session,
-                       ": one at a time per node"));
+      // The running session's id is not named: with it, any caller allowed to join could abort
+      // someone else's collective.
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "node ", node_name_, " is already in another collective: one at a time per node"));
     }
     // Claim the node before the (slow) backend setup, so two joins cannot both pass.
     session_ = std::make_shared<Session>();
     session_->join = request;
     session_->deadline = clock_.Now() + std::chrono::milliseconds(request.deadline_ms);
+    session_->start_by = std::min(session_->deadline, clock_.Now() + kStartGrace);
   }
   auto backend = make(request);
   std::lock_guard lock(mu_);

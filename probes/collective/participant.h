@@ -55,11 +55,13 @@ class Participant {
     JoinRequest join;
     std::unique_ptr<RankBackend> backend;
     std::chrono::steady_clock::time_point deadline;  ///< On clock_.
+    std::chrono::steady_clock::time_point start_by;  ///< Reclaimed if not started then.
     std::stop_source stop;
     bool started = false;
   };
   void Run(std::shared_ptr<Session> s, const StartRequest& start, const Done& done);
-  // Drops a session nobody started before its deadline (its coordinator died). Holds mu_.
+  // Drops a session nobody started before its deadline or the start grace, whichever is first
+  // (its coordinator died, or a caller joined only to hold the node). Holds mu_.
   void ReclaimExpiredLocked();
 
   const std::string node_name_;

@@ -19,6 +19,7 @@ class AgentProcess {
   bool ok() const { return grpc_ != 0; }
   std::string grpc_address() const { return "127.0.0.1:" + std::to_string(grpc_); }
   int metrics_port() const { return metrics_; }
+  int grpc_port() const { return grpc_; }
   Subprocess& proc() { return *proc_; }
   std::unique_ptr<v1::Agent::Stub> Stub() const;
 

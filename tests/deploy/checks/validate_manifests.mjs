@@ -1,7 +1,7 @@
 // Validates rendered manifests (`kubectl kustomize` output) against the Kubernetes and Prometheus
 // Operator schemas (kubernetes-models), then checks what the deployment promises beyond the
-// schema: read-only host mounts, gRPC health probes, bounded resources, least-privilege RBAC,
-// and per-overlay device access.
+// schema: read-only host mounts, HTTP health probes, mutual TLS gRPC with roles outside
+// insecure-dev, bounded resources, least-privilege RBAC, and per-overlay device access.
 //
 //   node validate_manifests.mjs <overlay-name> <rendered.yaml>
 //   node validate_manifests.mjs --self-test
@@ -18,9 +18,27 @@ const groups = {
   "monitoring.coreos.com/v1": "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1",
 };
 
+// cert-manager objects (the cert-manager overlay) have no schema package here: the fields the
+// overlay relies on are checked by hand.
+function certManagerErrors(obj, where) {
+  const spec = obj.spec ?? {};
+  if (obj.kind === "Issuer" || obj.kind === "ClusterIssuer") {
+    return spec.selfSigned || spec.ca?.secretName ? [] : [`${where}: neither selfSigned nor ca`];
+  }
+  if (obj.kind === "Certificate") {
+    const errs = [];
+    if (!spec.secretName) errs.push(`${where}: no secretName`);
+    if (!spec.issuerRef?.name) errs.push(`${where}: no issuerRef.name`);
+    if (!spec.isCA && !spec.dnsNames?.length) errs.push(`${where}: no dnsNames (the identity)`);
+    return errs;
+  }
+  return [`${where}: kind ${obj.kind} unknown in cert-manager.io/v1`];
+}
+
 // Schema errors of one object, or a line saying its kind is unknown here.
 async function schemaErrors(obj) {
   const where = `${obj.kind}/${obj.metadata?.name}`;
+  if (obj.apiVersion === "cert-manager.io/v1") return certManagerErrors(obj, where);
   const base = groups[obj.apiVersion];
   if (!base) return [`${where}: apiVersion ${obj.apiVersion} has no schema here`];
   let mod;
@@ -41,6 +59,33 @@ function agentContainer(ds) {
   return ds.spec.template.spec.containers.find((c) => c.name === "efawatchd");
 }
 
+// gRPC is mutual TLS with the role table everywhere but in the overlay named for plaintext
+// (docs/security.md): no EFAWATCH_GRPC_INSECURE, no grpc-insecure in the config file, the
+// agent's certificate, key and client CA set, a role for each kind of caller, and the Secret
+// mounted without `optional` (a missing Secret stops the pod instead of starting it plaintext).
+function grpcSecurityErrors(objs, c, pod, overlay) {
+  const env = (name) => c.env?.find((e) => e.name === name)?.value;
+  const insecureEnv = ["true", "1", "yes", "on"].includes(String(env("EFAWATCH_GRPC_INSECURE")).toLowerCase());
+  const configs = objs.filter((o) => o.kind === "ConfigMap").map((o) => Object.values(o.data ?? {}).join("\n"));
+  const insecureFile = configs.some((t) => /^\s*grpc-insecure\s*=\s*(true|1|yes|on)\b/im.test(t));
+  if (overlay === "insecure-dev") {
+    return insecureEnv ? [] : ["insecure-dev does not serve plaintext: rename it or drop it"];
+  }
+  const errs = [];
+  if (insecureEnv || env("EFAWATCH_GRPC_INSECURE") !== undefined) {
+    errs.push("EFAWATCH_GRPC_INSECURE set outside insecure-dev");
+  }
+  if (insecureFile) errs.push("grpc-insecure in the config file outside insecure-dev");
+  for (const name of ["EFAWATCH_GRPC_TLS_CERT", "EFAWATCH_GRPC_TLS_KEY", "EFAWATCH_GRPC_TLS_CLIENT_CA",
+                      "EFAWATCH_GRPC_AUTHZ_READERS", "EFAWATCH_GRPC_AUTHZ_OPERATORS",
+                      "EFAWATCH_GRPC_AUTHZ_AGENTS", "EFAWATCH_GRPC_PEER_SERVER_NAME"]) {
+    if (!env(name)) errs.push(`${name} empty or missing: gRPC would not be mutual TLS with roles`);
+  }
+  const tls = pod.volumes?.find((v) => v.name === "grpc-tls")?.secret;
+  if (!tls?.secretName || tls.optional) errs.push("grpc-tls Secret missing or optional");
+  return errs;
+}
+
 // Promises of the deployment that the schema cannot express.
 function policyErrors(objs, overlay) {
   const errs = [];
@@ -51,9 +96,13 @@ function policyErrors(objs, overlay) {
   const c = agentContainer(ds);
   if (!c) return ["DaemonSet has no efawatchd container"];
 
-  for (const p of ["livenessProbe", "readinessProbe"]) {
-    if (!c[p]?.grpc?.port) errs.push(`${p} is not a gRPC health probe`);
+  // The kubelet presents no client certificate: its probes go to HTTP on the metrics port.
+  for (const [p, path] of [["livenessProbe", "/healthz"], ["readinessProbe", "/readyz"]]) {
+    if (c[p]?.httpGet?.path !== path || c[p]?.httpGet?.port !== "metrics") {
+      errs.push(`${p} is not an HTTP probe of ${path} on the metrics port`);
+    }
   }
+  errs.push(...grpcSecurityErrors(objs, c, pod, overlay));
   for (const r of ["cpu", "memory"]) {
     if (!c.resources?.requests?.[r]) errs.push(`no ${r} request`);
   }
@@ -83,7 +132,7 @@ function policyErrors(objs, overlay) {
     if (![...hostVolumes.values()].includes(p)) errs.push(`hostPath ${p} not mounted`);
   }
 
-  // RBAC: get/list/watch pods in the agent's namespace; cluster-wide, list pods only (workload
+  // RBAC: list pods in the agent's namespace; cluster-wide, list pods only (workload
   // identity lists its node's pods), bound to the agent's service account; nothing more.
   for (const role of byKind("ClusterRole")) {
     const ok =
@@ -106,9 +155,10 @@ function policyErrors(objs, overlay) {
   }
   for (const role of byKind("Role")) {
     for (const rule of role.rules) {
-      const extra = rule.verbs.filter((v) => !["get", "list", "watch"].includes(v));
+      // Exactly the verb the agent uses (probes/mesh/kubernetes.cc lists, never gets or watches).
+      const extra = rule.verbs.filter((v) => v !== "list");
       if (rule.resources.some((r) => r !== "pods") || extra.length || rule.apiGroups.some((g) => g)) {
-        errs.push(`Role ${role.metadata.name} grants more than get/list/watch pods`);
+        errs.push(`Role ${role.metadata.name} grants more than list pods`);
       }
     }
   }
@@ -174,7 +224,22 @@ async function selfTest() {
       process.exit(1);
     }
   }
-  console.log("self-test: invalid objects rejected");
+  // A plaintext setting anywhere but insecure-dev must be caught.
+  const ds = (env) => ({ kind: "DaemonSet", spec: { template: { spec: { volumes: [
+    { name: "grpc-tls", secret: { secretName: "efawatch-agent-tls" } }] } } },
+  });
+  const c = { env: [{ name: "EFAWATCH_GRPC_INSECURE", value: "true" }] };
+  if (!grpcSecurityErrors([], c, ds().spec.template.spec, "eks-efa").length) {
+    console.error("self-test: EFAWATCH_GRPC_INSECURE in eks-efa should have been rejected");
+    process.exit(1);
+  }
+  const file = [{ kind: "ConfigMap", data: { "efawatchd.conf": "grpc-insecure = true\n" } }];
+  if (!grpcSecurityErrors(file, { env: [] }, ds().spec.template.spec, "base")
+      .some((e) => e.includes("config file"))) {
+    console.error("self-test: grpc-insecure in the config file should have been rejected");
+    process.exit(1);
+  }
+  console.log("self-test: invalid objects and plaintext gRPC rejected");
 }
 
 const [arg, file] = process.argv.slice(2);

@@ -53,7 +53,7 @@ TEST(DoctorAgentTest, RunDoctorReportsTheNcclProcessOfAPod) {
   v1::DoctorReport report;
   const grpc::Status st = stub->RunDoctor(&ctx, v1::RunDoctorRequest(), &report);
   ASSERT_TRUE(st.ok()) << st.error_message();
-  EXPECT_GT(report.node_size(), 10);
+  EXPECT_EQ(report.node_size(), 3);       // driver, peermem, EFA devices
   ASSERT_EQ(report.processes_size(), 1);  // pid 77 has no libnccl
   const v1::DoctorProcess& p = report.processes(0);
   EXPECT_EQ(p.pid(), 4242u);
@@ -71,7 +71,7 @@ TEST(DoctorAgentTest, RunDoctorReportsTheNcclProcessOfAPod) {
   ASSERT_EQ(code, 200);
   EXPECT_NE(body.find("efawatch_doctor_pod_failures{namespace=\"ml\",pod=\"trainer-0\"}"),
             std::string::npos);
-  EXPECT_NE(body.find("efawatch_doctor_checks{check=\"settings.nccl_debug\""), std::string::npos);
+  EXPECT_NE(body.find("efawatch_doctor_checks{check=\"efa.devices\""), std::string::npos);
   if (testing::OnPath("promtool")) {
     testing::WriteFile(dir.File("scrape.prom"), body);
     const auto [rc, out] = testing::RunCommand(

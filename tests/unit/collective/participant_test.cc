@@ -59,5 +59,26 @@ TEST(ParticipantTest, ReclaimsAJoinedSessionNeverStartedAtItsDeadline) {
   EXPECT_TRUE(p.busy());
 }
 
+// A join with a long deadline that is never started does not hold the node for that long.
+TEST(ParticipantTest, ReclaimsAJoinNotStartedWithinTheStartGrace) {
+  common::FakeClock clock;
+  Participant p("node-a", CollectiveLimits{}, IdleFactory(), nullptr, clock);
+  ASSERT_TRUE(p.Join(Invitation("holder", 600000)).ok());
+  clock.Advance(std::chrono::seconds(59));
+  EXPECT_EQ(p.Join(Invitation("second", 1000)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  clock.Advance(std::chrono::seconds(1));
+  EXPECT_TRUE(p.Join(Invitation("second", 1000)).ok());
+}
+
+TEST(ParticipantTest, BusyErrorDoesNotNameTheRunningSession) {
+  common::FakeClock clock;
+  Participant p("node-a", CollectiveLimits{}, IdleFactory(), nullptr, clock);
+  ASSERT_TRUE(p.Join(Invitation("secret-session-id", 1000)).ok());
+  const absl::Status st = p.Join(Invitation("second", 1000)).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(std::string(st.message()).find("secret-session-id"), std::string::npos) << st;
+}
+
 }  // namespace
 }  // namespace efawatch::collective

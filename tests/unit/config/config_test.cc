@@ -107,6 +107,35 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{{}, {{"EFAWATCH_LOG_LEVEL", "loud"}}, "(from EFAWATCH_LOG_LEVEL)"},
                       BadCase{{"--sysfs-root"}, {}, "needs a value"}));
 
+INSTANTIATE_TEST_SUITE_P(
+    Security, ConfigBadTest,
+    ::testing::Values(
+        BadCase{{"--grpc-authz-operators=alice"}, {}, "need --grpc-tls-client-ca"},
+        BadCase{{"--probe-allowed-cidrs=10.0.0.0/33"}, {}, "--probe-allowed-cidrs=10.0.0.0/33"}));
+
+TEST(ConfigTest, SecurityFlags) {
+  auto c = Parse({"--probe-allowed-cidrs", "10.0.0.0/16, fd00::/8"},
+                 {{"EFAWATCH_GRPC_AUTHZ_READERS", "efawatch-reader, alice"}});
+  // Roles without client certificates are refused; the lists parse once they come with a CA.
+  ASSERT_FALSE(c.ok());
+  c = Parse(
+      {"--grpc-tls-cert=/etc/hostname", "--grpc-tls-key=/etc/hostname",
+       "--grpc-tls-client-ca=/etc/hostname", "--probe-allowed-cidrs", "10.0.0.0/16, fd00::/8"},
+      {{"EFAWATCH_GRPC_AUTHZ_READERS", "efawatch-reader, alice"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->grpc_authz_readers, (std::vector<std::string>{"efawatch-reader", "alice"}));
+  ASSERT_EQ(c->probe_allowed_cidrs.size(), 2u);
+  EXPECT_EQ(c->probe_allowed_cidrs[1].ToString(), "fd00::/8");
+  EXPECT_TRUE(c->probe_allow_loopback) << "loopback gRPC: a local agent probes local agents";
+
+  c = Parse({"--grpc-listen=10.0.0.1:9478", "--grpc-insecure"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->probe_allow_loopback) << "an agent on the network never probes loopback";
+  c = Parse({"--probe-allow-loopback=false"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->probe_allow_loopback);
+}
+
 TEST(ConfigTest, UnknownKeyInConfigFileNamesFileAndLine) {
   testing::TempDir dir;
   testing::WriteFile(dir.File("c.conf"), "log-format = json\nbogus = 1\n");
