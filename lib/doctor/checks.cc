@@ -5,6 +5,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -107,16 +109,94 @@ Facts Gather(const Target& t) {
 
 // --- GPU and CUDA ---------------------------------------------------------------------------
 
+// NVIDIA display and 3D controllers on the PCI bus (vendor 0x10de, class 0x03xxxx).
+unsigned CountNvidiaGpus(const Target& t) {
+  unsigned n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(InRoot(t, "/sys/bus/pci/devices"), ec)) {
+    if (FirstLine(e.path() / "vendor") == "0x10de" &&
+        FirstLine(e.path() / "class").starts_with("0x03")) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..." -> "550.54.15".
+std::string DriverVersion(const std::string& line) {
+  const size_t at = line.find("Kernel Module");
+  if (at == std::string::npos) return "";
+  std::istringstream ss(line.substr(at + 13));
+  std::string v;
+  ss >> v;
+  return v;
+}
+
 Check GpuDriver(const Target& t) {
   if (t.host_proc.empty()) {
     return Make("gpu.driver", Status::kSkip, "an image has no driver: check the node", "");
   }
   const fs::path file = t.host_proc / "driver/nvidia/version";
   const std::string line = FirstLine(file);
-  if (line.empty()) {
-    return Make("gpu.driver", Status::kSkip, "no NVIDIA driver on this machine", file.string());
+  const unsigned gpus = CountNvidiaGpus(t);
+  if (line.empty() && gpus > 0) {
+    return Make("gpu.driver", Status::kFail,
+                std::to_string(gpus) + " NVIDIA GPU(s) on the PCI bus but no driver loaded",
+                file.string() + " absent", "install and load the NVIDIA driver (nvidia.ko)");
   }
-  return Make("gpu.driver", Status::kPass, "NVIDIA driver loaded", line);
+  if (line.empty()) {
+    return Make("gpu.driver", Status::kSkip, "no NVIDIA GPU or driver here", file.string());
+  }
+  return Make("gpu.driver", Status::kPass, "NVIDIA driver " + DriverVersion(line), line);
+}
+
+// The oldest driver each CUDA major version runs on without forward compatibility (NVIDIA's
+// CUDA toolkit release notes, "CUDA Toolkit and Minimum Required Driver Version" table).
+std::string MinimumDriverFor(int cuda_major) {
+  switch (cuda_major) {
+    case 11:
+      return "450.80.02";
+    case 12:
+      return "525.60.13";
+    case 13:
+      return "580.65.06";
+    default:
+      return "";
+  }
+}
+
+Check CudaRuntime(const Target& t) {
+  const std::vector<std::string> cudart = FindLibraries(t, "libcudart.so");
+  const std::string driver =
+      t.host_proc.empty() ? "" : DriverVersion(FirstLine(t.host_proc / "driver/nvidia/version"));
+  if (cudart.empty()) return Make("cuda.runtime", Status::kSkip, "no CUDA runtime found", "");
+  // The real file's name carries the version: libcudart.so.12.4.127.
+  std::error_code ec;
+  const std::string real = fs::weakly_canonical(InRoot(t, cudart.front()), ec).filename().string();
+  const size_t so = real.find(".so.");
+  const int major = so == std::string::npos ? 0 : std::atoi(real.c_str() + so + 4);
+  const std::string minimum = MinimumDriverFor(major);
+  const std::string evidence =
+      cudart.front() + " (" + real + "), driver " + (driver.empty() ? "unknown" : driver) +
+      (minimum.empty() ? "" : ", CUDA " + std::to_string(major) + " needs >= " + minimum);
+  if (driver.empty() || minimum.empty()) {
+    return Make("cuda.runtime", Status::kSkip, "CUDA runtime found; driver or needs unknown",
+                evidence);
+  }
+  if (VersionCode(driver) >= VersionCode(minimum)) {
+    return Make("cuda.runtime", Status::kPass, "the driver runs this CUDA runtime", evidence);
+  }
+  std::vector<std::string> compat = FindLibraries(t, "libcuda.so");
+  const bool forward = std::any_of(compat.begin(), compat.end(), [](const std::string& p) {
+    return p.find("/compat") != std::string::npos;
+  });
+  return Make("cuda.runtime", forward ? Status::kWarn : Status::kFail,
+              forward ? "the driver is older than the CUDA runtime; forward-compat libraries "
+                        "present (datacenter GPUs only)"
+                      : "the driver is older than the CUDA runtime needs",
+              evidence,
+              "upgrade the driver, or add the cuda-compat package's libraries to "
+              "LD_LIBRARY_PATH (datacenter GPUs)");
 }
 
 Check GpuPeermem(const Target& t, const Facts& f) {
@@ -442,10 +522,10 @@ std::vector<Check> RunNodeChecks(const Target& t) {
 std::vector<Check> RunChecks(const Target& t) {
   const Facts f = Gather(t);
   std::vector<Check> out = {
-      GpuDriver(t),     GpuPeermem(t, f),  NcclLibraries(t, f), NetPlugin(t, f),
-      Libfabric(t, f),  EfaProvider(t, f), EfaDevices(t, f),    Uverbs(t, f),
-      Memlock(t, f),    ShmSize(t),        SocketIfname(t),     ForcedTcp(t, f),
-      FiProvider(t, f), DeviceRdma(t, f),  NcclDebug(t),        Overrides(t)};
+      GpuDriver(t),    CudaRuntime(t),    GpuPeermem(t, f), NcclLibraries(t, f), NetPlugin(t, f),
+      Libfabric(t, f), EfaProvider(t, f), EfaDevices(t, f), Uverbs(t, f),        Memlock(t, f),
+      ShmSize(t),      SocketIfname(t),   ForcedTcp(t, f),  FiProvider(t, f),    DeviceRdma(t, f),
+      NcclDebug(t),    Overrides(t)};
   KnownBadChecks(t, f, &out);
   return out;
 }

@@ -69,6 +69,67 @@ class DoctorTest : public ::testing::Test {
   TempDir dir_;
 };
 
+// A Target on the fixture root with a host /proc of its own (the driver's version file).
+Target WithHostProc(const TempDir& dir, const std::string& driver_line) {
+  Target t = RootTarget(dir.File("root"), {});
+  t.host_proc = dir.File("hostproc");
+  if (!driver_line.empty()) {
+    fs::create_directories(t.host_proc / "driver/nvidia");
+    WriteFile((t.host_proc / "driver/nvidia/version").string(), driver_line + "\n");
+  }
+  return t;
+}
+
+Check Find(const std::vector<Check>& checks, const std::string& id) {
+  for (const Check& c : checks) {
+    if (c.id == id) return c;
+  }
+  return {};
+}
+
+TEST_F(DoctorTest, GpusWithoutADriverFail) {
+  Put("/sys/bus/pci/devices/0000:00:1e.0/vendor", "0x10de\n");
+  Put("/sys/bus/pci/devices/0000:00:1e.0/class", "0x030200\n");
+  const Check none = Find(RunChecks(WithHostProc(dir_, "")), "gpu.driver");
+  EXPECT_EQ(none.status, Status::kFail);
+  EXPECT_NE(none.summary.find("1 NVIDIA GPU"), std::string::npos) << none.summary;
+  const Check loaded =
+      Find(RunChecks(WithHostProc(
+               dir_, "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 2024")),
+           "gpu.driver");
+  EXPECT_EQ(loaded.status, Status::kPass);
+  EXPECT_EQ(loaded.summary, "NVIDIA driver 550.54.15");
+}
+
+TEST_F(DoctorTest, CudaRuntimeAgainstTheDriver) {
+  Put("/usr/local/cuda/lib64/libcudart.so.12.4.127");
+  Link("/usr/local/cuda/lib64/libcudart.so.12", "libcudart.so.12.4.127");
+  const std::string newer = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue";
+  const std::string older = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.82.01  Tue";
+  EXPECT_EQ(Find(RunChecks(WithHostProc(dir_, newer)), "cuda.runtime").status, Status::kPass);
+  const Check old = Find(RunChecks(WithHostProc(dir_, older)), "cuda.runtime");
+  EXPECT_EQ(old.status, Status::kFail) << old.evidence;
+  EXPECT_NE(old.evidence.find("needs >= 525.60.13"), std::string::npos) << old.evidence;
+  Put("/usr/local/cuda/compat/libcuda.so.1");
+  Target t = WithHostProc(dir_, older);
+  t.env["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat";
+  EXPECT_EQ(Find(RunChecks(t), "cuda.runtime").status, Status::kWarn);
+}
+
+// A live system whose libfabric has an efa provider (a stand-in: no machine here has EFA).
+TEST_F(DoctorTest, EfaProviderPassesWhenLibfabricHasIt) {
+  const fs::path lib = fs::path(dir_.path()) / "root/usr/lib/x86_64-linux-gnu/libfabric.so.1";
+  fs::create_directories(lib.parent_path());
+  fs::copy_file(FAKE_LIBFABRIC, lib);
+  Target t = RootTarget(dir_.File("root"), {});
+  t.live = true;
+  const std::vector<Check> checks = RunChecks(t);
+  EXPECT_EQ(Find(checks, "libfabric.library").summary, "libfabric 1.99");
+  const Check efa = Find(checks, "libfabric.efa_provider");
+  EXPECT_EQ(efa.status, Status::kPass) << efa.evidence;
+  EXPECT_NE(efa.evidence.find("efa present, tcp absent"), std::string::npos) << efa.evidence;
+}
+
 TEST_F(DoctorTest, NcclLibraryVersionAndTwoVersionsWarn) {
   FakeNccl("/usr/lib/x86_64-linux-gnu", "2.21.5");
   Check c = Run("nccl.library");
