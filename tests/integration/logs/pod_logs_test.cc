@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/integration/logs/log_agent.h"
 #include "tests/support/subprocess.h"
 
 namespace efawatch {
@@ -19,17 +20,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::FixtureLines;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::Subprocess;
 using testing::TempDir;
-
-std::vector<std::string> FixtureLines(const std::string& name) {
-  std::ifstream in(testing::SourceDir() + "/tests/fixtures/nccl/" + name);
-  std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
+using testing::Value;
 
 void AppendCri(const fs::path& f, const std::vector<std::string>& lines, size_t from = 0,
                size_t to = SIZE_MAX) {
@@ -46,59 +42,14 @@ std::vector<std::string> Chatter(int n, int start = 0) {
   return v;
 }
 
-class Agent {
+// The agent over this test's tree.
+class Agent : public testing::LogAgent {
  public:
-  Agent(const TempDir& dir) {
-    fs::remove(dir.File("ports.json"));
-    proc_ = std::make_unique<Subprocess>(std::vector<std::string>{
-        testing::BinaryPath("bin/efawatchd"), "--metrics-listen=127.0.0.1:0",
-        "--grpc-listen=127.0.0.1:0", "--port-file=" + dir.File("ports.json"),
-        "--pod-log-root=" + dir.File("pods"), "--state-dir=" + dir.File("state"),
-        "--sysfs-root=" + dir.File("nosys"), "--pod-grace-period-seconds=2"});
-    const auto deadline = std::chrono::steady_clock::now() + 15s;
-    const std::regex re(R"re("metrics": (\d+), "grpc": (\d+))re");
-    while (std::chrono::steady_clock::now() < deadline && port_ == 0) {
-      std::smatch m;
-      const std::string text = testing::ReadFileOrEmpty(dir.File("ports.json"));
-      if (std::regex_search(text, m, re)) {
-        port_ = std::stoi(m[1]);
-        grpc_port_ = std::stoi(m[2]);
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-  }
-  std::string Scrape() const { return testing::HttpGet(port_, "/metrics").second; }
-  // Polls until `pred(scrape)` holds or the timeout passes; returns the last scrape.
-  std::string WaitFor(const std::function<bool(const std::string&)>& pred,
-                      std::chrono::milliseconds timeout = 10s) const {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::string s;
-    do {
-      s = Scrape();
-      if (pred(s)) return s;
-      std::this_thread::sleep_for(20ms);
-    } while (std::chrono::steady_clock::now() < deadline);
-    return s;
-  }
-  Subprocess& proc() { return *proc_; }
-  int port() const { return port_; }
-  int grpc_port() const { return grpc_port_; }
-
- private:
-  std::unique_ptr<Subprocess> proc_;
-  int port_ = 0;
-  int grpc_port_ = 0;
+  explicit Agent(const TempDir& dir) : LogAgent(dir, {"--pod-log-root=" + dir.File("pods")}) {}
 };
 
 std::string Series(const std::string& metric, const std::string& pod) {
   return metric + "{namespace=\"train\",pod=\"" + pod + "\",container=\"main\"}";
-}
-
-// The value of `series` in a scrape, or -1 when absent.
-double Value(const std::string& scrape, const std::string& series) {
-  auto p = scrape.find("\n" + series + " ");
-  if (p == std::string::npos) return -1;
-  return std::stod(scrape.substr(p + series.size() + 2));
 }
 
 TEST(PodLogsTest, CountsEveryLineOnceThroughRotationTruncationDeletionAndSigkill) {

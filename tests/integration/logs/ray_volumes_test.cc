@@ -13,6 +13,7 @@
 #include <regex>
 #include <thread>
 
+#include "tests/integration/logs/log_agent.h"
 #include "tests/support/subprocess.h"
 
 namespace efawatch {
@@ -20,20 +21,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::FixtureLines;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::Subprocess;
 using testing::TempDir;
+using testing::Value;
 
 constexpr char kWorker[] =
     "worker-5c1d9e2a7b3f4e6d8a0c2b4d6f8e1a3c5b7d9f0e2a4c6b8d0f1e3a5c-02000000-";
-
-std::vector<std::string> FixtureLines(const std::string& name) {
-  std::ifstream in(testing::SourceDir() + "/tests/fixtures/nccl/" + name);
-  std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
 
 void Append(const fs::path& f, const std::vector<std::string>& lines, size_t from = 0,
             size_t to = SIZE_MAX) {
@@ -46,59 +42,17 @@ void AppendCri(const fs::path& f, const std::vector<std::string>& lines) {
   for (const auto& l : lines) out << "2026-12-02T10:00:00.000000001Z stdout F " << l << "\n";
 }
 
-class Agent {
+// The agent over this test's tree.
+class Agent : public testing::LogAgent {
  public:
-  explicit Agent(const TempDir& dir) {
-    fs::remove(dir.File("ports.json"));
-    proc_ = std::make_unique<Subprocess>(std::vector<std::string>{
-        testing::BinaryPath("bin/efawatchd"), "--metrics-listen=127.0.0.1:0",
-        "--grpc-listen=127.0.0.1:0", "--port-file=" + dir.File("ports.json"),
-        "--pod-log-root=" + dir.File("logs"), "--pod-volume-root=" + dir.File("kubelet"),
-        "--state-dir=" + dir.File("state"), "--sysfs-root=" + dir.File("nosys"),
-        "--pod-grace-period-seconds=2"});
-    const auto deadline = std::chrono::steady_clock::now() + 15s;
-    const std::regex re(R"re("metrics": (\d+), "grpc": (\d+))re");
-    while (std::chrono::steady_clock::now() < deadline && port_ == 0) {
-      std::smatch m;
-      const std::string text = testing::ReadFileOrEmpty(dir.File("ports.json"));
-      if (std::regex_search(text, m, re)) {
-        port_ = std::stoi(m[1]);
-        grpc_port_ = std::stoi(m[2]);
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-  }
-  std::string Scrape() const { return testing::HttpGet(port_, "/metrics").second; }
-  std::string WaitFor(const std::function<bool(const std::string&)>& pred,
-                      std::chrono::milliseconds timeout = 10s) const {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::string s;
-    do {
-      s = Scrape();
-      if (pred(s)) return s;
-      std::this_thread::sleep_for(20ms);
-    } while (std::chrono::steady_clock::now() < deadline);
-    return s;
-  }
-  Subprocess& proc() { return *proc_; }
-  int port() const { return port_; }
-  int grpc_port() const { return grpc_port_; }
-
- private:
-  std::unique_ptr<Subprocess> proc_;
-  int port_ = 0;
-  int grpc_port_ = 0;
+  explicit Agent(const TempDir& dir)
+      : LogAgent(dir, {"--pod-log-root=" + dir.File("logs"),
+                       "--pod-volume-root=" + dir.File("kubelet")}) {}
 };
 
 std::string Series(const std::string& metric, const std::string& pod,
                    const std::string& container = "(volume:ray-logs)") {
   return metric + "{namespace=\"ray\",pod=\"" + pod + "\",container=\"" + container + "\"}";
-}
-
-double Value(const std::string& scrape, const std::string& series) {
-  auto p = scrape.find("\n" + series + " ");
-  if (p == std::string::npos) return -1;
-  return std::stod(scrape.substr(p + series.size() + 2));
 }
 
 // A KubeRay worker pod: its container log directory and its /tmp/ray emptyDir.
