@@ -23,7 +23,6 @@ using namespace std::chrono_literals;
 using testing::FixtureLines;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::Subprocess;
 using testing::TempDir;
 using testing::Value;
 

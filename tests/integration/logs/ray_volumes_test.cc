@@ -24,7 +24,6 @@ using namespace std::chrono_literals;
 using testing::FixtureLines;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::Subprocess;
 using testing::TempDir;
 using testing::Value;
 
@@ -67,7 +66,7 @@ struct RayPod {
   }
   // Starts a session as `ray start` does and returns its logs directory.
   fs::path NewSession(const std::string& ts) const {
-    const fs::path logs = volume / ("session_" + ts) / "logs";
+    fs::path logs = volume / ("session_" + ts) / "logs";
     fs::create_directories(logs);
     std::error_code ec;
     fs::remove(volume / "session_latest", ec);
@@ -102,8 +101,10 @@ TEST(RayVolumesTest, FollowsRaySessionsPerPodThroughRotationSigkillNewSessionAnd
   ASSERT_NE(agent->port(), 0) << agent->proc().Stderr();
   const std::string lines_a = Series("efawatch_logs_lines_total", a.name);
   const std::string lines_b = Series("efawatch_logs_lines_total", b.name);
+  const size_t half_b = socket.size() / 2;  // whole lines
   std::string s = agent->WaitFor([&](const std::string& x) {
-    return Value(x, lines_a) == double(half + 1) && Value(x, lines_b) == double(socket.size() / 2);
+    return Value(x, lines_a) == double(half + 1) &&
+           Value(x, lines_b) == static_cast<double>(half_b);
   });
   ASSERT_EQ(Value(s, lines_a), double(half + 1)) << s;
   EXPECT_EQ(Value(s, Series("efawatch_logs_lines_total", a.name, "ray-worker")), 2)
