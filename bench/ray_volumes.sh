@@ -15,7 +15,7 @@
 # NCCL INFO record behind Ray's `(RayTrainWorker pid=…, ip=…)` prefix, the rest training output:
 # a worker logging a few steps a second plus the NCCL records of FSDP's process groups. (The
 # stress case, 200 containers at 1000 lines/s, is bench/pod_logs.sh.)
-# For each case, over DURATION seconds (default 60) of writing: the agent's mean CPU (share of one
+# For each case, over DURATION seconds (default 60) of writing and until the agent has read it all: the agent's mean CPU (share of one
 # core, from /proc/PID/stat), its peak (VmHWM) and final (VmRSS) RSS, and the lines it read; then
 # the ratio ray/plain. Targets: < 5 % of a core and < 50 MiB in both cases.
 set -euo pipefail
@@ -107,9 +107,10 @@ measure() {
   t0=$(date +%s.%N)
   written=$(python3 bench/write_worker_logs.py run "$dir/active" --seconds "$duration" \
     --rate "$rate" --nccl-every "$nccl_every" "$@")
+  # The window ends when the agent has read every line written in it, so its lag is counted.
+  read=$(bench_wait_metric efawatch_logs_read_lines_total $((initial + written)) 15)
   c1=$(bench_cpu_ticks "$agent_pid")
   t1=$(date +%s.%N)
-  read=$(bench_wait_metric efawatch_logs_read_lines_total $((initial + written)) 15)
   hwm=$(bench_status_kib "$agent_pid" VmHWM)
   rss=$(bench_status_kib "$agent_pid" VmRSS)
   bench_stop_agent
