@@ -17,7 +17,8 @@
 # stress case, 200 containers at 1000 lines/s, is bench/pod_logs.sh.)
 # For each case, over DURATION seconds (default 60) of writing and until the agent has read it
 # all: the agent's mean CPU (share of one core, from /proc/PID/stat), its peak (VmHWM) and final
-# (VmRSS) RSS, and the lines it read; then the ratio ray/plain. Targets: < 5 % of a core and < 50 MiB in both cases.
+# (VmRSS) RSS, and the lines it read; then the ratio ray/plain. Targets: < 5 % of a core and
+# < 50 MiB in both cases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/agent_cost.sh
