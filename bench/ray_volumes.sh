@@ -39,7 +39,7 @@ worker_id() { printf '%056x' "$1"; }
 # ray DIR: the fixture kubelet tree; DIR/active lists the files written during the run and
 # DIR/idle the other .out files, as write_worker_logs.py reads them. Echoes the lines it holds.
 make_ray_tree() {
-  local dir=$1 p w uid name vol ts logs old pid job path lines=0
+  local dir=$1 p w uid name vol ts logs old pid job path list lines=0
   mkdir -p "$dir/logs" "$dir/kubelet"
   : >"$dir/active"
   : >"$dir/idle"
@@ -59,7 +59,9 @@ make_ray_tree() {
     # Ray's own files beside the workers' (not NCCL output; not followed).
     echo "raylet started" >"$logs/raylet.out"
     echo "gcs started" >"$logs/gcs_server.out"
-    for w in $(seq 0 9); do echo "old session" >"$old/worker-$(worker_id "$w")-01000000-$((2000 + w)).out"; done
+    for w in $(seq 0 9); do
+      echo "old session" >"$old/worker-$(worker_id "$w")-01000000-$((2000 + w)).out"
+    done
     for w in $(seq 0 $((workers - 1))); do
       pid=$((3000 + 1000 * p + w))
       job=01000000
@@ -68,11 +70,9 @@ make_ray_tree() {
       echo "[W socket.cpp:464] [c10d] The server socket has failed to listen on [::]:29500" \
         >"$path.err"
       lines=$((lines + 1))
-      if [ "$w" -lt "$active" ]; then
-        printf '%s\trc-efa-gpu-worker-%s\t10.0.%s.11\t%s\n' "$path.out" "$p" "$p" "$pid" >>"$dir/active"
-      else
-        printf '%s\trc-efa-gpu-worker-%s\t10.0.%s.11\t%s\n' "$path.out" "$p" "$p" "$pid" >>"$dir/idle"
-      fi
+      list="$dir/idle"
+      [ "$w" -lt "$active" ] && list="$dir/active"
+      printf '%s\t%s\t10.0.%s.11\t%s\n' "$path.out" "$name" "$p" "$pid" >>"$list"
     done
   done
   lines=$((lines + $(python3 bench/write_worker_logs.py init "$dir/active")))
@@ -97,7 +97,7 @@ make_plain_tree() {
 
 # measure CASE DIR INITIAL_LINES [WRITER FLAG...]: prints one result row and sets cpu_pct, hwm_mib.
 measure() {
-  local name=$1 dir=$2 initial=$3 c0 c1 t0 t1 written read watched hwm rss
+  local name=$1 dir=$2 initial=$3 c0 c1 t0 t1 written read watched volume hwm rss
   shift 3
   bench_start_agent "$dir/agent" --pod-log-root="$dir/logs" --pod-volume-root="$dir/kubelet"
   read=$(bench_wait_metric efawatch_logs_read_lines_total "$initial" 30)
@@ -112,14 +112,20 @@ measure() {
   read=$(bench_wait_metric efawatch_logs_read_lines_total $((initial + written)) 15)
   c1=$(bench_cpu_ticks "$agent_pid")
   t1=$(date +%s.%N)
+  # Lines the agent attributed to a pod's volume (0 in the plain case), and to how many pods.
+  volume=$(curl -s "http://127.0.0.1:$agent_port/metrics" | awk '
+    /^efawatch_logs_lines_total\{.*container="\(volume:/ {
+      s += $2; match($0, /pod="[^"]*"/); pods[substr($0, RSTART, RLENGTH)] = 1 }
+    END {printf "%d lines in %d pods", s, length(pods)}')
   hwm=$(bench_status_kib "$agent_pid" VmHWM)
   rss=$(bench_status_kib "$agent_pid" VmRSS)
   bench_stop_agent
   cpu_pct=$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" -v hz="$bench_hz" \
     'BEGIN {printf "%.3f", (b - a) / hz / (t1 - t0) * 100}')
   hwm_mib=$(awk -v k="$hwm" 'BEGIN {printf "%.1f", k / 1024}')
-  printf '%-6s %8s %10s %13s %15s %12s %13s\n' "$name" "$watched" "$written" \
-    "$((read - initial))" "$cpu_pct" "$hwm_mib" "$(awk -v k="$rss" 'BEGIN {printf "%.1f", k / 1024}')"
+  printf '%-6s %8s %10s %13s %15s %12s %13.1f\n' "$name" "$watched" "$written" \
+    "$((read - initial))" "$cpu_pct" "$hwm_mib" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
+  volume_note="$name: read from pod volumes: $volume (expected $((initial + written - pods)))"
 }
 
 ray_lines=$(make_ray_tree "$bench_tmp/ray")
@@ -133,6 +139,7 @@ measure plain "$bench_tmp/plain" "$plain_lines" --cri
 plain_cpu=$cpu_pct
 plain_hwm=$hwm_mib
 measure ray "$bench_tmp/ray" "$ray_lines"
+echo "$volume_note"
 awk -v pc="$plain_cpu" -v ph="$plain_hwm" -v rc="$cpu_pct" -v rh="$hwm_mib" 'BEGIN {
   printf "ratio ray/plain: CPU %.2fx, peak RSS %.2fx; targets < 5%% of a core and < 50 MiB: %s\n",
     (pc > 0 ? rc / pc : 0), rh / ph,

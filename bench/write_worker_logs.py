@@ -34,8 +34,10 @@ INIT = [
 # Steady state: the records a job keeps printing (new channels and communicators of FSDP's
 # process groups, proxy progress), cycled.
 STEADY = [
-    "NCCL INFO Channel {ch:02d}/0 : {rank}[{dev}] -> {peer}[{dev}] [send] via NET/Libfabric/0/GDRDMA",
-    "NCCL INFO Channel {ch:02d}/0 : {peer}[{dev}] -> {rank}[{dev}] [receive] via NET/Libfabric/0/GDRDMA",
+    "NCCL INFO Channel {ch:02d}/0 : {rank}[{dev}] -> {peer}[{dev}] [send] "
+    "via NET/Libfabric/0/GDRDMA",
+    "NCCL INFO Channel {ch:02d}/0 : {peer}[{dev}] -> {rank}[{dev}] [receive] "
+    "via NET/Libfabric/0/GDRDMA",
     "NCCL INFO Connected all trees",
     "NCCL INFO NET/OFI Selected Provider is efa (found 1 nics)",
 ]
