@@ -8,19 +8,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pods=${1:-200}
 secs=${2:-60}
-bin=${EFAWATCH_BIN:-build/bin/efawatchd}
-tmp=$(mktemp -d)
-cleanup() {
-  kill "$pid" "$writer" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=bench/agent_cost.sh
+. bench/agent_cost.sh
+bench_init
+tmp=$bench_tmp
 for i in $(seq "$pods"); do mkdir -p "$tmp/pods/train_worker-${i}_uid${i}/main"; done
-"$bin" --metrics-listen=127.0.0.1:0 --grpc-listen=127.0.0.1:0 --port-file="$tmp/ports.json" \
-  --pod-log-root="$tmp/pods" --state-dir="$tmp/state" --sysfs-root="$tmp/nosys" \
-  --log-level=warn &
-pid=$!
+bench_start_agent "$tmp/agent" --pod-log-root="$tmp/pods" --pod-volume-root="$tmp/kubelet"
+pid=$agent_pid
 python3 - "$tmp/pods" "$secs" <<'PY' &
 import os, sys, time
 root, secs = sys.argv[1], float(sys.argv[2])
@@ -46,18 +40,16 @@ print("writer: %d lines in %.0f s (%.0f lines/s)" % (n, time.time() - start,
                                                      n / (time.time() - start)), file=sys.stderr)
 PY
 writer=$!
-ticks=$(getconf CLK_TCK)
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-a0=$(cpu "$pid"); t0=$(date +%s.%N)
+bench_pids+=("$writer")
+a0=$(bench_cpu_ticks "$pid"); t0=$(date +%s.%N)
 wait "$writer"
-a1=$(cpu "$pid"); t1=$(date +%s.%N)
+a1=$(bench_cpu_ticks "$pid"); t1=$(date +%s.%N)
 sleep 2
 # Reference: CPU seconds (user+sys) of one `cat` over the same files, page cache warm.
 ref=$( { /usr/bin/env time -f '%U %S' cat "$tmp"/pods/*/main/0.log > /dev/null; } 2>&1 | awk '{print $1 + $2}')
-hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
-port=$(sed -E 's/.*"metrics": ([0-9]+).*/\1/' "$tmp/ports.json")
-lines=$(curl -s "http://127.0.0.1:$port/metrics" | awk '/^efawatch_logs_read_lines_total/ {print $2}')
-awk -v a0="$a0" -v a1="$a1" -v ref="$ref" -v t0="$t0" -v t1="$t1" -v hz="$ticks" \
+hwm=$(bench_status_kib "$pid" VmHWM)
+lines=$(bench_metric efawatch_logs_read_lines_total)
+awk -v a0="$a0" -v a1="$a1" -v ref="$ref" -v t0="$t0" -v t1="$t1" -v hz="$bench_hz" \
     -v hwm="$hwm" -v lines="$lines" -v pods="$pods" 'BEGIN {
   wall = t1 - t0; cpu_s = (a1 - a0) / hz; agent = cpu_s / wall * 100;
   printf "%d pods, %.0f s: agent read %s lines; agent CPU %.2f%% of a core (target < 5%%), "\

@@ -1,7 +1,8 @@
 // Validates rendered manifests (`kubectl kustomize` output) against the Kubernetes and Prometheus
 // Operator schemas (kubernetes-models), then checks what the deployment promises beyond the
 // schema: read-only host mounts, HTTP health probes, mutual TLS gRPC with roles outside
-// insecure-dev, bounded resources, least-privilege RBAC, and per-overlay device access.
+// insecure-dev, hostPID only in host-processes, bounded resources, least-privilege RBAC, and
+// per-overlay device access.
 //
 //   node validate_manifests.mjs <overlay-name> <rendered.yaml>
 //   node validate_manifests.mjs --self-test
@@ -86,6 +87,42 @@ function grpcSecurityErrors(objs, c, pod, overlay) {
   return errs;
 }
 
+// The host's PID namespace lets the agent see every process of the node and, with SYS_PTRACE,
+// read any container's files (docs/deploy.md, "Host processes"): only the overlay made for it
+// has them, and there with --container-rootfs on, the host's /proc read-only where procfs-root
+// points, and no other capability or privilege.
+function hostProcessErrors(objs, c, pod, overlay) {
+  const added = c.securityContext?.capabilities?.add ?? [];
+  const ptrace = added.includes("SYS_PTRACE");
+  const configs = objs.filter((o) => o.kind === "ConfigMap").map((o) => Object.values(o.data ?? {}).join("\n"));
+  const rootfsEnv = c.env?.find((e) => e.name === "EFAWATCH_CONTAINER_ROOTFS")?.value;
+  const rootfsFile = configs.some((t) => /^\s*container-rootfs\s*=\s*(true|1|yes|on)\b/im.test(t));
+  const rootfs = rootfsEnv !== undefined
+    ? ["true", "1", "yes", "on"].includes(String(rootfsEnv).toLowerCase()) : rootfsFile;
+  if (overlay !== "host-processes") {
+    const errs = [];
+    if (pod.hostPID) errs.push("hostPID outside host-processes");
+    if (ptrace) errs.push("SYS_PTRACE outside host-processes");
+    if (rootfs) errs.push("container-rootfs on outside host-processes (it needs hostPID)");
+    return errs;
+  }
+  const errs = [];
+  if (pod.hostPID !== true) errs.push("host-processes without hostPID");
+  if (!rootfs) errs.push("host-processes without container-rootfs on");
+  if (!ptrace) errs.push("host-processes without SYS_PTRACE: /proc/<pid>/root would be refused");
+  const extra = added.filter((a) => a !== "SYS_PTRACE");
+  if (extra.length) errs.push(`host-processes adds more than SYS_PTRACE: ${extra.join(",")}`);
+  if (c.securityContext?.privileged) errs.push("host-processes is privileged");
+  const procfs = configs.map((t) => /^\s*procfs-root\s*=\s*(\S+)/m.exec(t)?.[1]).find((v) => v)
+    ?? c.env?.find((e) => e.name === "EFAWATCH_PROCFS_ROOT")?.value ?? "/proc";
+  const procVolumes = new Set(
+    (pod.volumes ?? []).filter((v) => v.hostPath?.path === "/proc").map((v) => v.name));
+  const mount = (c.volumeMounts ?? []).find((m) => procVolumes.has(m.name) && m.mountPath === procfs);
+  if (procfs !== "/proc" && !mount) errs.push(`host /proc not mounted at procfs-root ${procfs}`);
+  if (mount && !mount.readOnly) errs.push("host /proc mounted read-write");
+  return errs;
+}
+
 // Promises of the deployment that the schema cannot express.
 function policyErrors(objs, overlay) {
   const errs = [];
@@ -103,6 +140,7 @@ function policyErrors(objs, overlay) {
     }
   }
   errs.push(...grpcSecurityErrors(objs, c, pod, overlay));
+  errs.push(...hostProcessErrors(objs, c, pod, overlay));
   for (const r of ["cpu", "memory"]) {
     if (!c.resources?.requests?.[r]) errs.push(`no ${r} request`);
   }
@@ -239,7 +277,35 @@ async function selfTest() {
     console.error("self-test: grpc-insecure in the config file should have been rejected");
     process.exit(1);
   }
-  console.log("self-test: invalid objects and plaintext gRPC rejected");
+  // hostPID anywhere but host-processes, and host-processes without it, must be caught.
+  const conf = [{ kind: "ConfigMap", data: { "efawatchd.conf": "procfs-root = /host/proc\n" } }];
+  const procPod = { hostPID: true, volumes: [{ name: "proc", hostPath: { path: "/proc" } }] };
+  const agent = (add, env) => ({
+    env, securityContext: { capabilities: { drop: ["ALL"], add } },
+    volumeMounts: [{ name: "proc", mountPath: "/host/proc", readOnly: true }],
+  });
+  const on = [{ name: "EFAWATCH_CONTAINER_ROOTFS", value: "true" }];
+  if (hostProcessErrors(conf, agent(["SYS_PTRACE"], on), procPod, "host-processes").length) {
+    console.error("self-test: a well-formed host-processes was rejected");
+    process.exit(1);
+  }
+  for (const [what, c2, pod2, overlay] of [
+    ["hostPID in the base", agent([], []), procPod, "base"],
+    ["hostPID in eks-efa", agent([], []), procPod, "eks-efa"],
+    ["SYS_PTRACE in the base", agent(["SYS_PTRACE"], []), { volumes: [] }, "base"],
+    ["host-processes without hostPID", agent(["SYS_PTRACE"], on), { ...procPod, hostPID: false },
+     "host-processes"],
+    ["host-processes with SYS_ADMIN", agent(["SYS_PTRACE", "SYS_ADMIN"], on), procPod,
+     "host-processes"],
+    ["host-processes without container-rootfs", agent(["SYS_PTRACE"], []), procPod,
+     "host-processes"],
+  ]) {
+    if (!hostProcessErrors(conf, c2, pod2, overlay).length) {
+      console.error(`self-test: ${what} should have been rejected`);
+      process.exit(1);
+    }
+  }
+  console.log("self-test: invalid objects, plaintext gRPC and misplaced hostPID rejected");
 }
 
 const [arg, file] = process.argv.slice(2);
