@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pods=${1:-200}
 secs=${2:-60}
-# shellcheck source=bench/agent_cost.sh
-. bench/agent_cost.sh
+# shellcheck source=bench/agent_lib.sh
+. bench/agent_lib.sh
 bench_init
 tmp=$bench_tmp
 for i in $(seq "$pods"); do mkdir -p "$tmp/pods/train_worker-${i}_uid${i}/main"; done

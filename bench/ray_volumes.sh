@@ -21,8 +21,8 @@
 # < 50 MiB in both cases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=bench/agent_cost.sh
-. bench/agent_cost.sh
+# shellcheck source=bench/agent_lib.sh
+. bench/agent_lib.sh
 duration=${DURATION:-60}
 files=${FILES:-200}
 active=${ACTIVE:-50}
