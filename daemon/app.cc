@@ -93,9 +93,14 @@ efa::EfaMonitorOptions EfaOptionsFrom(const Config& c) {
   o.evaluate_interval = c.efa_evaluate_interval;
   o.health.clear_after = c.efa_clear_after;
   o.health.rise_thresholds = c.efa_rise_thresholds;
-  o.health.expected_devices = c.efa_expected_devices > 0
-                                  ? c.efa_expected_devices
-                                  : common::ExpectedEfaDevices(c.instance_type);
+  // --instance-type, else what EC2 writes in the DMI product name (no API call, no label).
+  std::string type = c.instance_type;
+  if (type.empty()) type = common::InstanceTypeFromDmi(c.paths.sysfs);
+  o.health.expected_devices =
+      c.efa_expected_devices > 0 ? c.efa_expected_devices : common::ExpectedEfaDevices(type);
+  if (!type.empty())
+    spdlog::info("instance type {} ({})", type,
+                 c.instance_type.empty() ? "DMI product name" : "--instance-type");
   return o;
 }
 

@@ -236,7 +236,7 @@ const std::vector<Option>& Options() {
        }},
       {"instance-type", false,
        "EC2 instance type (Kubernetes: the node's instance-type label); sets the expected EFA "
-       "device count for known types.",
+       "device count for known types. Default: the DMI product name under --sysfs-root.",
        String(&Config::instance_type)},
       {"efa-expected-devices", false, "EFA devices this node must have (0: unknown).",
        [](Config& c, const std::string& v) -> absl::Status {

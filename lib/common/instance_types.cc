@@ -1,5 +1,6 @@
 #include "lib/common/instance_types.h"
 
+#include <fstream>
 #include <map>
 
 namespace efawatch::common {
@@ -11,6 +12,14 @@ unsigned ExpectedEfaDevices(const std::string& instance_type) {
   };
   auto it = kExpected.find(instance_type);
   return it == kExpected.end() ? 0 : it->second;
+}
+
+std::string InstanceTypeFromDmi(const std::filesystem::path& sysfs) {
+  std::ifstream in(sysfs / "devices/virtual/dmi/id/product_name");
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+  return line;
 }
 
 std::optional<bool> SupportsGpuDirectRdma(const std::string& instance_type) {

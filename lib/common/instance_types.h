@@ -1,5 +1,6 @@
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -9,6 +10,10 @@ namespace efawatch::common {
 /// cluster health check instance profiles (p5 32, p5en 16, p6-b200 8, p4d 4) and the EC2
 /// instance type data for g6.12xlarge (1); see efa-and-libfabric.md §2.
 unsigned ExpectedEfaDevices(const std::string& instance_type);
+
+/// The instance type EC2 puts in the DMI product name (`<sysfs>/devices/virtual/dmi/id/
+/// product_name`, e.g. "p5.48xlarge"), "" when the file is absent or empty.
+std::string InstanceTypeFromDmi(const std::filesystem::path& sysfs);
 
 /// Whether the instance type has GPUDirect RDMA over EFA: the P-series from p4d on do, the
 /// G-series do not (aws-ofi-nccl#547); nullopt for other or unknown types.

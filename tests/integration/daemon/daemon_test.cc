@@ -266,6 +266,20 @@ TEST(DaemonTest, PortInUseExits2) {
 namespace efawatch {
 namespace {
 
+// Without --instance-type, the type comes from the DMI product name under the sysfs root.
+TEST(DaemonTest, InstanceTypeFromTheDmiProductName) {
+  TempDir dir;
+  const std::string sys = dir.File("sys");
+  std::filesystem::create_directories(sys + "/devices/virtual/dmi/id");
+  testing::WriteFile(sys + "/devices/virtual/dmi/id/product_name", "p5.48xlarge\n");
+  Agent agent(dir, {"--sysfs-root=" + sys});
+  ASSERT_TRUE(agent.ports()) << agent.proc().Stderr();
+  auto [status, body] = testing::HttpGet(agent.ports()->metrics, "/metrics");
+  ASSERT_EQ(status, 200);
+  EXPECT_THAT(body, HasSubstr("efawatch_efa_devices_expected 32\n"));
+  ExpectCleanStop(agent.proc());
+}
+
 // `efawatchd --sysfs-root <p5 fixture>` serves every line of the component test's golden scrape.
 TEST(DaemonTest, ServesEveryEfaCounterOfTheP5Fixture) {
   const std::string fixture = testing::SourceDir() + "/tests/fixtures/sysfs/p5.48xlarge";
