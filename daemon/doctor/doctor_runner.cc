@@ -8,18 +8,12 @@
 
 #include "daemon/logs/pod_volumes.h"
 #include "lib/common/metric_table.h"
+#include "lib/common/read_file.h"
 
 namespace efawatch::doctor {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The node as the agent sees it: the host's /sys and /proc.
 Target NodeTarget(const DoctorRunnerOptions& o) {
@@ -146,8 +140,9 @@ Report DoctorRunner::RunNow() {
     if (!t.ok()) continue;  // gone since the scan
     ProcessReport p;
     p.pid = pid;
-    const logs::CgroupPod cg =
-        logs::PodOfCgroup(ReadAll(options_.procfs / std::to_string(pid) / "cgroup"));
+    const logs::CgroupPod cg = logs::PodOfCgroup(
+        common::ReadWholeFile((options_.procfs / std::to_string(pid) / "cgroup").string())
+            .value_or(""));
     p.container_id = cg.container_id;
     if (auto it = pods.find(cg.uid); it != pods.end()) {
       p.namespace_name = it->second.first;
