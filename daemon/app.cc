@@ -17,6 +17,7 @@
 #include "daemon/logs/pod_analysis.h"
 #include "daemon/logs/tailer.h"
 #include "daemon/rpc/grpc_edge.h"
+#include "daemon/rpc/limits_collector.h"
 #include "daemon/rpc/peer_client.h"
 #include "daemon/workloads/workloads.h"
 #include "efawatch/version.h"
@@ -250,6 +251,7 @@ absl::Status App::CreateGrpc() {
   gopts.tls_cert_file = config_.grpc_tls_cert;
   gopts.tls_key_file = config_.grpc_tls_key;
   gopts.tls_client_ca_file = config_.grpc_tls_client_ca;
+  gopts.max_watch_streams = config_.max_watch_streams;
   auto grpc = rpc::GrpcEdge::Create(gopts, this);
   if (!grpc.ok()) return grpc.status();
   grpc_ = std::move(*grpc);
@@ -267,6 +269,8 @@ absl::Status App::CreateMetrics() {
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
   if (mesh_collector_) collectors.push_back(mesh_collector_.get());
   if (workloads_) collectors.push_back(workloads_.get());
+  limits_collector_ = std::make_unique<rpc::LimitsCollector>(grpc_->counters());
+  collectors.push_back(limits_collector_.get());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);

@@ -16,7 +16,8 @@ class PrometheusEdge;
 }
 namespace rpc {
 class GrpcEdge;
-}
+class LimitsCollector;
+}  // namespace rpc
 namespace efa {
 class EfaMonitor;
 }
@@ -124,7 +125,8 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<collective::Participant> collective_;
   std::unique_ptr<mesh::Mesh> mesh_;
   std::unique_ptr<mesh::MeshCollector> mesh_collector_;
-  std::unique_ptr<workloads::WorkloadWatcher> workloads_;  // Null when workload identity is off.
+  std::unique_ptr<workloads::WorkloadWatcher> workloads_;   // Null when workload identity is off.
+  std::unique_ptr<rpc::LimitsCollector> limits_collector_;  // Reads grpc_'s counters.
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };

@@ -279,6 +279,9 @@ const std::vector<Option>& Options() {
       {"max-communicators-per-pod", false,
        "Most NCCL communicator info series exported per pod (more are only counted).",
        Unsigned(&Config::max_communicators_per_pod, "max-communicators-per-pod", 0, 4096)},
+      {"max-watch-streams", false,
+       "Most WatchFindings streams open at once; more get RESOURCE_EXHAUSTED.",
+       Unsigned(&Config::max_watch_streams, "max-watch-streams", 1, 4096)},
       {"log-glob", false,
        "Comma-separated glob(3) patterns of further logs to analyze: NCCL_DEBUG_FILE outputs on "
        "a hostPath, docker json-file logs (*-json.log).",

@@ -50,6 +50,7 @@ struct Config {
   std::chrono::seconds pod_grace_period{300};
   unsigned max_log_files = 4096;
   unsigned max_communicators_per_pod = 32;  // logs::PodAnalysisOptions says why 32
+  unsigned max_watch_streams = 32;          // rpc::GrpcEdgeOptions
   std::vector<std::string> log_globs;       // NCCL_DEBUG_FILE outputs, docker json logs
   // NCCL_DEBUG_FILE outputs in pod volumes, by file name (logs::PodVolumeOptions).
   std::vector<std::string> pod_volume_patterns = {"nccl*.log", "nccl.*.*", "*.nccl"};

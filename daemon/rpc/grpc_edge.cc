@@ -46,8 +46,9 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
  public:
   static constexpr size_t kMaxQueued = 1024;
 
-  WatchReactor(common::FindingsBoard& board, v1::Severity min_severity)
-      : board_(board), min_severity_(min_severity) {
+  // `open` counts this stream until OnDone.
+  WatchReactor(common::FindingsBoard& board, v1::Severity min_severity, std::atomic<uint64_t>& open)
+      : board_(board), min_severity_(min_severity), open_(open) {
     OnSnapshot(board_.Snapshot());
     subscription_ = board_.Subscribe([this](const auto& snap) { OnSnapshot(snap); });
   }
@@ -68,6 +69,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
 
   void OnDone() override {
     board_.Unsubscribe(subscription_);  // after this no listener call is running
+    --open_;
     delete this;
   }
 
@@ -134,6 +136,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
 
   common::FindingsBoard& board_;
   const v1::Severity min_severity_;
+  std::atomic<uint64_t>& open_;
   int subscription_ = 0;
   std::mutex mu_;
   std::map<Key, common::Finding> known_;
@@ -144,11 +147,21 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
   bool finished_ = false;
 };
 
+// A WatchFindings stream refused at once (too many open): finishes with `status`.
+class RefusedWatch final : public grpc::ServerWriteReactor<v1::FindingEvent> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
 class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
  public:
-  explicit AgentService(AgentHandler* handler) : handler_(handler) {}
+  AgentService(AgentHandler* handler, size_t max_watch_streams)
+      : handler_(handler), max_watch_streams_(max_watch_streams) {}
+
+  const GrpcEdgeCounters& counters() const { return counters_; }
 
   grpc::ServerUnaryReactor* RunCollective(grpc::CallbackServerContext* ctx,
                                           const v1::RunCollectiveRequest* request,
@@ -248,7 +261,17 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
 
   grpc::ServerWriteReactor<v1::FindingEvent>* WatchFindings(
       grpc::CallbackServerContext* /*ctx*/, const v1::WatchFindingsRequest* request) override {
-    return new WatchReactor(handler_->findings(), request->min_severity());
+    // Each stream is a board subscription run on every publish: their number is capped so
+    // that callers cannot make every publish (and the memory of their queues) grow unbounded.
+    if (++counters_.watch_streams > max_watch_streams_) {
+      --counters_.watch_streams;
+      ++counters_.watch_streams_refused;
+      return new RefusedWatch(
+          grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       absl::StrCat("too many WatchFindings streams: ", max_watch_streams_,
+                                    " open (--max-watch-streams)")));
+    }
+    return new WatchReactor(handler_->findings(), request->min_severity(), counters_.watch_streams);
   }
 
  private:
@@ -258,6 +281,8 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   }
 
   AgentHandler* const handler_;
+  const size_t max_watch_streams_;
+  GrpcEdgeCounters counters_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions& options,
@@ -284,7 +309,7 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
 
   gpr_set_log_function(ForwardGrpcLog);
   std::unique_ptr<GrpcEdge> edge(new GrpcEdge());
-  edge->service_ = std::make_unique<AgentService>(handler);
+  edge->service_ = std::make_unique<AgentService>(handler, options.max_watch_streams);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -314,5 +339,7 @@ void GrpcEdge::Shutdown() {
 }
 
 GrpcEdge::~GrpcEdge() { Shutdown(); }
+
+const GrpcEdgeCounters& GrpcEdge::counters() const { return service_->counters(); }
 
 }  // namespace efawatch::rpc

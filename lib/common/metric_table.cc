@@ -56,6 +56,20 @@ std::vector<MetricDef> BuildTable() {
        "User and system CPU time the agent process has used.",
        {}},
       {M::kProcessOpenFds.name(), T::kGauge, "File descriptors the agent process has open.", {}},
+      {M::kInternalErrorsTotal.name(),
+       T::kCounter,
+       "Exceptions caught by a thread's last-resort handler (a bug on some input): the work "
+       "item was dropped and the agent went on serving. component: logs.",
+       {"component"}},
+      {M::kRpcWatchStreams.name(),
+       T::kGauge,
+       "WatchFindings streams open (at most --max-watch-streams).",
+       {}},
+      {M::kRpcRefusedTotal.name(),
+       T::kCounter,
+       "Calls refused with RESOURCE_EXHAUSTED because a limit was reached. limit: watch_streams "
+       "(--max-watch-streams), probes (--max-concurrent-probes), memory (--memory-budget).",
+       {"limit"}},
       // Fabric responder and probes (probes/fabric). Per-peer series are bounded by the fabric
       // service's peer table (64 peers, least recently probed dropped with its series).
       {M::kFabricProviderInfo.name(),
@@ -238,6 +252,15 @@ std::vector<MetricDef> BuildTable() {
       {M::kLogsFilesOverCapTotal.name(),
        T::kCounter,
        "Log files not followed because the file cap was reached.",
+       {}},
+      {M::kLogsCheckpointsSetAsideTotal.name(),
+       T::kCounter,
+       "Checkpoints that were not JSON or of the wrong shape, renamed to <state>.bad at start "
+       "(the agent started from the beginning of every log).",
+       {}},
+      {M::kLogsDeletedFilesClosedTotal.name(),
+       T::kCounter,
+       "Deleted log files closed once read to their end (e.g. an older restart's log).",
        {}},
       {M::kLogsStateEvictedTotal.name(),
        T::kCounter,

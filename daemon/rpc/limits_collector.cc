@@ -1,0 +1,13 @@
+#include "daemon/rpc/limits_collector.h"
+
+namespace efawatch::rpc {
+
+absl::Status LimitsCollector::Collect(std::chrono::steady_clock::time_point /*deadline*/,
+                                      common::MetricSink& sink) {
+  sink.Add(metrics::M::kRpcWatchStreams, {}, static_cast<double>(counters_.watch_streams));
+  sink.Add(metrics::M::kRpcRefusedTotal, {{"limit", "watch_streams"}},
+           static_cast<double>(counters_.watch_streams_refused));
+  return absl::OkStatus();
+}
+
+}  // namespace efawatch::rpc
