@@ -200,6 +200,7 @@ fabric::EndpointOptions App::CreateFabric() {
   fopts.responder_options.rx_depth = config_.fabric_rx_depth;
   fopts.responder_options.max_message_bytes = config_.fabric_max_message_bytes;
   fopts.on_probe_done = [this] { PublishFabricFindings(); };
+  fopts.budget = &memory_budget_;
   absl::StatusOr<std::unique_ptr<fabric::FabricService>> fabric =
       absl::NotFoundError("no fabric provider configured");
   std::vector<std::string> why;
@@ -269,7 +270,7 @@ absl::Status App::CreateMetrics() {
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
   if (mesh_collector_) collectors.push_back(mesh_collector_.get());
   if (workloads_) collectors.push_back(workloads_.get());
-  limits_collector_ = std::make_unique<rpc::LimitsCollector>(grpc_->counters());
+  limits_collector_ = std::make_unique<rpc::LimitsCollector>(grpc_->counters(), memory_budget_);
   collectors.push_back(limits_collector_.get());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();

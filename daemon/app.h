@@ -8,6 +8,7 @@
 #include "lib/common/clock.h"
 #include "lib/common/collector_status.h"
 #include "lib/common/findings_board.h"
+#include "lib/common/memory_budget.h"
 
 namespace efawatch {
 
@@ -110,6 +111,7 @@ class App final : public rpc::AgentHandler {
   const std::chrono::system_clock::time_point start_time_;
   common::CollectorStatusBoard collector_status_;
   mutable common::FindingsBoard findings_;
+  common::MemoryBudget memory_budget_{config_.memory_budget};  // Probes draw from it.
   std::unique_ptr<common::ProcessCollector> process_collector_;
   std::unique_ptr<common::FindingsCollector> findings_collector_;
   std::unique_ptr<logs::PodAnalysis> pods_;

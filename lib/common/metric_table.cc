@@ -61,6 +61,14 @@ std::vector<MetricDef> BuildTable() {
        "Exceptions caught by a thread's last-resort handler (a bug on some input): the work "
        "item was dropped and the agent went on serving. component: logs.",
        {"component"}},
+      {M::kMemoryBudgetBytes.name(),
+       T::kGauge,
+       "The memory budget for what callers ask of the agent (--memory-budget).",
+       {}},
+      {M::kMemoryBudgetInUseBytes.name(),
+       T::kGauge,
+       "Bytes of the memory budget reserved by running requests (their worst case).",
+       {}},
       {M::kRpcWatchStreams.name(),
        T::kGauge,
        "WatchFindings streams open (at most --max-watch-streams).",
@@ -68,7 +76,7 @@ std::vector<MetricDef> BuildTable() {
       {M::kRpcRefusedTotal.name(),
        T::kCounter,
        "Calls refused with RESOURCE_EXHAUSTED because a limit was reached. limit: watch_streams "
-       "(--max-watch-streams), probes (--max-concurrent-probes), memory (--memory-budget).",
+       "(--max-watch-streams), memory (--memory-budget).",
        {"limit"}},
       // Fabric responder and probes (probes/fabric). Per-peer series are bounded by the fabric
       // service's peer table (64 peers, least recently probed dropped with its series).

@@ -97,6 +97,8 @@ struct M {
       "efawatch_logs_checkpoints_set_aside_total"};
   static constexpr Metric kLogsDeletedFilesClosedTotal{"efawatch_logs_deleted_files_closed_total"};
   static constexpr Metric kRpcWatchStreams{"efawatch_rpc_watch_streams"};
+  static constexpr Metric kMemoryBudgetBytes{"efawatch_memory_budget_bytes"};
+  static constexpr Metric kMemoryBudgetInUseBytes{"efawatch_memory_budget_in_use_bytes"};
   static constexpr Metric kRpcRefusedTotal{"efawatch_rpc_refused_total"};
 
   /// efawatch_efa_<counter>_total for a hw_counters name the EFA counter table knows
