@@ -94,6 +94,9 @@ class Tailer {
 
   /// Loads the checkpoint (a missing file is a fresh start) and starts the thread.
   absl::Status Start();
+  /// Loads the checkpoint, as Start() does first: for tests and fuzzers that drive the tailer
+  /// with PollOnce(). Never fails: a checkpoint of the wrong shape is set aside (counted).
+  void LoadState() { LoadCheckpoint(); }
   void Stop();
 
   /// One pass: rescan, read new bytes (at most read_chunk_bytes per file), checkpoint if due.
