@@ -290,6 +290,7 @@ int main(int argc, char** argv) {
   Stats stats;
   const auto end = Clock::now() + duration;
   std::vector<std::jthread> threads;
+  threads.reserve(kWriters + 2);
   for (int i = 0; i < kWriters; ++i) {
     threads.emplace_back([&, i] { Writer(i, pods, end, stats); });
   }
