@@ -18,6 +18,7 @@
 #include "daemon/logs/pod_analysis.h"
 #include "daemon/logs/tailer.h"
 #include "daemon/rpc/grpc_edge.h"
+#include "daemon/rpc/limits_collector.h"
 #include "daemon/rpc/peer_client.h"
 #include "daemon/workloads/workloads.h"
 #include "efawatch/version.h"
@@ -209,6 +210,7 @@ fabric::EndpointOptions App::CreateFabric() {
   fopts.responder_options.rx_depth = config_.fabric_rx_depth;
   fopts.responder_options.max_message_bytes = config_.fabric_max_message_bytes;
   fopts.on_probe_done = [this] { PublishFabricFindings(); };
+  fopts.budget = &memory_budget_;
   absl::StatusOr<std::unique_ptr<fabric::FabricService>> fabric =
       absl::NotFoundError("no fabric provider configured");
   std::vector<std::string> why;
@@ -279,6 +281,7 @@ absl::Status App::CreateGrpc() {
         "gRPC: no --grpc-authz-* roles: every client certificate the CA signed may call every "
         "RPC (docs/security.md)");
   }
+  gopts.max_watch_streams = config_.max_watch_streams;
   auto grpc = rpc::GrpcEdge::Create(gopts, this);
   if (!grpc.ok()) return grpc.status();
   grpc_ = std::move(*grpc);
@@ -298,6 +301,8 @@ absl::Status App::CreateMetrics() {
   if (workloads_) collectors.push_back(workloads_.get());
   collectors.push_back(doctor_.get());
   collectors.push_back(&grpc_->denial_collector());
+  limits_collector_ = std::make_unique<rpc::LimitsCollector>(grpc_->counters(), memory_budget_);
+  collectors.push_back(limits_collector_.get());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);

@@ -8,6 +8,7 @@
 #include "lib/common/clock.h"
 #include "lib/common/collector_status.h"
 #include "lib/common/findings_board.h"
+#include "lib/common/memory_budget.h"
 
 namespace efawatch {
 
@@ -16,7 +17,8 @@ class PrometheusEdge;
 }
 namespace rpc {
 class GrpcEdge;
-}
+class LimitsCollector;
+}  // namespace rpc
 namespace efa {
 class EfaMonitor;
 }
@@ -115,6 +117,7 @@ class App final : public rpc::AgentHandler {
   const std::chrono::system_clock::time_point start_time_;
   common::CollectorStatusBoard collector_status_;
   mutable common::FindingsBoard findings_;
+  common::MemoryBudget memory_budget_{config_.memory_budget};  // Probes draw from it.
   std::unique_ptr<common::ProcessCollector> process_collector_;
   std::unique_ptr<common::FindingsCollector> findings_collector_;
   std::unique_ptr<logs::PodAnalysis> pods_;
@@ -133,6 +136,7 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<mesh::MeshCollector> mesh_collector_;
   std::unique_ptr<workloads::WorkloadWatcher> workloads_;  // Null when workload identity is off.
   std::unique_ptr<doctor::DoctorRunner> doctor_;
+  std::unique_ptr<rpc::LimitsCollector> limits_collector_;  // Reads grpc_'s counters.
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };

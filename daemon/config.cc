@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -68,6 +69,24 @@ Setter Bool(bool Config::*field, const std::string& flag) {
     c.*field = *b;
     return absl::OkStatus();
   };
+}
+
+// "96Mi", "1Gi", "65536" (bytes): the Kubernetes quantity suffixes for memory.
+absl::StatusOr<uint64_t> ParseBytes(std::string v) {
+  uint64_t unit = 1;
+  for (const auto& [suffix, mult] :
+       {std::pair<const char*, uint64_t>{"Ki", 1u << 10}, {"Mi", 1u << 20}, {"Gi", 1u << 30}}) {
+    if (absl::EndsWith(v, suffix)) {
+      unit = mult;
+      v.resize(v.size() - 2);
+      break;
+    }
+  }
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(v, &n) || n > (uint64_t{1} << 40) / unit) {
+    return absl::InvalidArgumentError("not a size (bytes, or a number with Ki, Mi or Gi)");
+  }
+  return n * unit;
 }
 
 // An integer flag within [lo, hi], stored through `store` (unit conversion lives there).
@@ -315,6 +334,18 @@ const std::vector<Option>& Options() {
       {"max-communicators-per-pod", false,
        "Most NCCL communicator info series exported per pod (more are only counted).",
        Unsigned(&Config::max_communicators_per_pod, "max-communicators-per-pod", 0, 4096)},
+      {"memory-budget", false,
+       "Memory for what callers ask of the agent (fabric probe buffers): a request whose worst "
+       "case does not fit what is left gets RESOURCE_EXHAUSTED (bytes, or with Ki, Mi, Gi).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         auto n = ParseBytes(v);
+         if (!n.ok() || *n < (1u << 20)) return Bad("memory-budget", v, "must be at least 1Mi");
+         c.memory_budget = *n;
+         return absl::OkStatus();
+       }},
+      {"max-watch-streams", false,
+       "Most WatchFindings streams open at once; more get RESOURCE_EXHAUSTED.",
+       Unsigned(&Config::max_watch_streams, "max-watch-streams", 1, 4096)},
       {"log-glob", false,
        "Comma-separated glob(3) patterns of further logs to analyze: NCCL_DEBUG_FILE outputs on "
        "a hostPath, docker json-file logs (*-json.log).",

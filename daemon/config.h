@@ -59,7 +59,11 @@ struct Config {
   std::chrono::seconds pod_grace_period{300};
   unsigned max_log_files = 4096;
   unsigned max_communicators_per_pod = 32;  // logs::PodAnalysisOptions says why 32
-  std::vector<std::string> log_globs;       // NCCL_DEBUG_FILE outputs, docker json logs
+  unsigned max_watch_streams = 32;          // rpc::GrpcEdgeOptions
+  // The shipped DaemonSet limits the pod to 256 MiB; the idle agent uses about 40 (responder
+  // buffers, analyzers, tailer; docs/limits.md), so 96 MiB for requests leaves headroom.
+  uint64_t memory_budget = 96u << 20;
+  std::vector<std::string> log_globs;  // NCCL_DEBUG_FILE outputs, docker json logs
   // NCCL_DEBUG_FILE outputs in pod volumes, by file name (logs::PodVolumeOptions).
   std::vector<std::string> pod_volume_patterns = {"nccl*.log", "nccl.*.*", "*.nccl"};
   unsigned max_log_files_per_pod = 256;  // logs::PodVolumeOptions says why

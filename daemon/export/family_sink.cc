@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "lib/common/utf8.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::exporter {
@@ -40,7 +41,10 @@ std::optional<prometheus::ClientMetric> FamilySink::Start(std::string_view metri
                     labels[i].first, def->labels[i]);
       return std::nullopt;
     }
+    // Label values carry pod and file names and log text: the text format and the scraper
+    // require UTF-8, and one bad value fails the whole scrape, so invalid bytes become U+FFFD.
     m.label.push_back({labels[i].first, labels[i].second});
+    common::MakeValidUtf8(&m.label.back().value);
   }
   return m;
 }

@@ -8,8 +8,8 @@
 #include "lib/nccl/verdict.h"
 
 // The checkpoint's JSON edge: one function each way per record. Loading never throws: a field
-// that is missing or of the wrong type reads as its default, so a damaged checkpoint costs what it
-// damaged, not the agent.
+// that is missing or of the wrong type reads as its default. Whole files of the wrong shape are
+// refused before this (json_shape.h, Tailer::LoadCheckpoint).
 namespace efawatch::logs {
 
 /// Writes every field of `v` into `out` (an object), under the names ForEachField gives.

@@ -5,7 +5,10 @@
 #include <unordered_map>
 
 #include "daemon/logs/checkpoint_codec.h"
+#include "daemon/logs/json_shape.h"
+#include "lib/common/utf8.h"
 #include "lib/nccl/record_scanner.h"
+#include "spdlog/spdlog.h"
 
 namespace efawatch::logs {
 namespace {
@@ -22,6 +25,91 @@ bool IsCriPartial(std::string_view line) {
 
 common::Labels PodLabels(const LogSource& s) {
   return {{"namespace", s.namespace_name}, {"pod", s.pod}, {"container", s.container}};
+}
+
+// Feeds one candidate line as valid UTF-8: a pod may print any bytes, and what the analyzer keeps
+// of them ends up in JSON, label values and proto3 strings, whose writers all reject (or throw
+// on) anything else. Valid lines, nearly all of them, are fed without a copy.
+void Feed(nccl::Analyzer& analyzer, const std::string& source, uint64_t line_no,
+          std::string_view line) {
+  if (common::IsValidUtf8(line)) {
+    analyzer.Feed(source, line_no, line);
+  } else {
+    analyzer.Feed(source, line_no, common::ToValidUtf8(line));
+  }
+}
+
+// The analyzer cuts names at byte counts (64, 32, ...), which can split a character of valid
+// input: the record leaving for the board, the scrape and the checkpoint is made valid once here.
+void MakeValid(ContainerVerdict& v, std::vector<common::Finding>& findings) {
+  // Names from the file system: kubelet's are valid, a glob's file name need not be.
+  for (std::string* s : {&v.source.namespace_name, &v.source.pod, &v.source.container}) {
+    common::MakeValidUtf8(s);
+  }
+  nccl::ForEachField(v.nccl, [](const char* /*name*/, auto& field) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>) {
+      common::MakeValidUtf8(&field);
+    }
+  });
+  for (common::Finding& f : findings) {
+    for (std::string* s : {&f.subject, &f.message, &f.evidence.source, &f.evidence.text}) {
+      common::MakeValidUtf8(s);
+    }
+  }
+}
+
+// Label values that a pod's log decides are drawn from bounded vocabularies: a pod could print a
+// new net name, provider or version on every line, and each would be a new series in every
+// Prometheus that scrapes the node. Anything outside becomes "other"; the raw value stays in
+// the gRPC record and the checkpoint. The names are those docs/nccl-findings.md lists.
+bool OneOf(std::string_view v, std::initializer_list<std::string_view> known) {
+  return std::find(known.begin(), known.end(), v) != known.end();
+}
+
+bool AllOf(std::string_view v, std::string_view alphabet) {
+  return v.find_first_not_of(alphabet) == std::string_view::npos;
+}
+
+std::string NetworkLabel(std::string_view v) {
+  if (OneOf(v, {"", "Socket", "IB", "IBext", "OFI", "AWS Libfabric", "Libfabric", "unknown"}) ||
+      (v.starts_with("IBext_v") && v.size() <= 9 && AllOf(v.substr(7), "0123456789"))) {
+    return std::string(v);
+  }
+  return "other";
+}
+
+std::string TransportLabel(std::string_view v) {
+  return OneOf(v, {"", "NET/Socket", "NET/IB", "NET/OFI", "none(single node)", "unknown"})
+             ? std::string(v)
+             : "other";
+}
+
+// libfabric providers (fi_provider(7)), alone or under a utility provider ("tcp;ofi_rxm").
+std::string ProviderLabel(std::string_view v) {
+  if (OneOf(v, {"", "none", "unknown"})) return std::string(v);
+  const size_t semi = v.find(';');
+  const std::string_view core = v.substr(0, semi);
+  const std::string_view util = semi == std::string_view::npos ? "" : v.substr(semi + 1);
+  const bool core_ok = OneOf(core, {"efa", "tcp", "sockets", "udp", "shm", "verbs", "psm2", "psm3",
+                                    "opx", "cxi", "ucx", "usnic", "sm2", "lnx", "net"});
+  const bool util_ok = OneOf(util, {"", "ofi_rxm", "ofi_rxd", "ofi_mrail"});
+  return core_ok && util_ok ? std::string(v) : "other";
+}
+
+// "2.21.5", "2.18.3+cuda12.2": digits and dots, an optional +cudaX.Y.
+std::string VersionLabel(std::string_view v) {
+  const std::string_view base = v.substr(0, v.find('+'));
+  const std::string_view cuda = base.size() < v.size() ? v.substr(base.size()) : "";
+  const bool ok =
+      v.size() <= 24 && !base.empty() && AllOf(base, "0123456789.") &&
+      (cuda.empty() || (cuda.starts_with("+cuda") && AllOf(cuda.substr(5), "0123456789.")));
+  return ok || v.empty() ? std::string(v) : "other";
+}
+
+// NCCL's commId is a 64-bit hash printed as 0x<hex>.
+bool CommIdLabelOk(std::string_view v) {
+  return v.size() > 2 && v.size() <= 18 && v.starts_with("0x") &&
+         AllOf(v.substr(2), "0123456789abcdefABCDEF");
 }
 
 // The inter-node transport a net name stands for: "Socket" -> NET/Socket, "IB", "IBext_v8" ->
@@ -198,7 +286,7 @@ void PodAnalysis::OnLine(const LogSource& source, uint64_t line_no, std::string_
   ++c.lines;
   MarkWritten(c);
   if (!nccl::MaybeNcclLine(line) && !IsCriPartial(line)) return;
-  c.analyzer->Feed(c.source_name, line_no, line);
+  Feed(*c.analyzer, c.source_name, line_no, line);
   c.needs_eval = true;
 }
 
@@ -211,7 +299,7 @@ void PodAnalysis::OnLines(const LogSource& source, uint64_t first_line_no, uint6
   // (which always hold " P "), found by one search per substring over the whole block.
   nccl::ForEachMaybeNcclLine(block, " P ", [&](uint64_t index, std::string_view line, bool nccl) {
     if (!nccl && !IsCriPartial(line)) return;
-    c.analyzer->Feed(c.source_name, first_line_no + index, line);
+    Feed(*c.analyzer, c.source_name, first_line_no + index, line);
     c.needs_eval = true;
   });
 }
@@ -260,6 +348,10 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
     findings->insert(findings->end(), c.restored_findings.begin(), c.restored_findings.end());
     c.comm_candidates = c.restored.communicators;
     c.comms_seen = c.comm_candidates.size();
+  }
+  MakeValid(v, *findings);
+  for (CommunicatorSeries& s : c.comm_candidates) {
+    for (std::string* f : {&s.id, &s.transport, &s.provider}) common::MakeValidUtf8(f);
   }
   if (c.comm_candidates.size() > options_.max_communicators_per_pod) {
     c.comm_candidates.resize(options_.max_communicators_per_pod);
@@ -412,27 +504,80 @@ std::string PodAnalysis::Checkpoint() const {
     VerdictToJson(x.nccl, e);
     j.push_back(std::move(e));
   }
-  return j.dump();
+  // Everything in it was made valid UTF-8 (Evaluate); paths are bytes, and a last resort must
+  // not throw on the tailer's thread.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+
+// The shape PodAnalysis::Checkpoint() writes: an array of containers.
+bool ContainersHaveShape(const nlohmann::json& j) {
+  using K = JsonKind;
+  if (!AllHaveShape(j, {{"key", K::kString},
+                        {"path", K::kString},
+                        {"namespace", K::kString},
+                        {"pod", K::kString},
+                        {"uid", K::kString},
+                        {"container", K::kString},
+                        {"origin", K::kString},
+                        {"run", K::kString},
+                        {"files", K::kUnsigned},
+                        {"lines", K::kUnsigned},
+                        {"nccl_lines", K::kUnsigned},
+                        {"malformed_lines", K::kUnsigned},
+                        {"findings", K::kArray},
+                        {"communicator_series", K::kArray}})) {
+    return false;
+  }
+  for (const auto& e : j) {
+    if (e.contains("findings") && !AllHaveShape(e["findings"], {{"kind", K::kString},
+                                                                {"severity", K::kInteger},
+                                                                {"subject", K::kString},
+                                                                {"message", K::kString},
+                                                                {"file", K::kString},
+                                                                {"line", K::kUnsigned},
+                                                                {"text", K::kString}})) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// True when the log a restored container was read from is gone: the pod was deleted while the
+// agent was down, so the tailer will never report it (it never follows it again).
+bool RestoredSourceGone(const LogSource& s) {
+  if (s.path.empty()) return true;
+  std::error_code ec;
+  return !std::filesystem::exists(s.format == Format::kCri ? s.path.parent_path() : s.path, ec);
+}
+
+}  // namespace
+
+bool PodAnalysis::CheckpointValid(std::string_view state) const {
+  if (state.empty()) return true;  // written by a tailer without a sink state
+  const auto j = nlohmann::json::parse(state, nullptr, false);
+  return !j.is_discarded() && ContainersHaveShape(j);
 }
 
 void PodAnalysis::Restore(std::string_view state) {
-  auto j = nlohmann::json::parse(state, nullptr, false);
-  if (!j.is_array()) return;
+  const auto j = nlohmann::json::parse(state, nullptr, false);
+  if (j.is_discarded() || !ContainersHaveShape(j)) return;  // CheckpointValid() said so first
   for (const auto& e : j) {
     Container c;
-    c.source.path = e.value("path", std::string());
-    c.source.origin = OriginFromName(e.value("origin", std::string()));
-    c.source.run = e.value("run", std::string());
+    c.source.path = JsonString(e, "path");
+    c.source.origin = OriginFromName(JsonString(e, "origin"));
+    c.source.run = JsonString(e, "run");
     c.source.format = c.source.origin == Origin::kContainerLog ? Format::kCri : Format::kPlain;
-    c.source.namespace_name = e.value("namespace", std::string());
-    c.source.pod = e.value("pod", std::string());
-    c.source.uid = e.value("uid", std::string());
-    c.source.container = e.value("container", std::string());
-    c.lines = e.value("lines", uint64_t{0});
-    c.nccl_lines_before = e.value("nccl_lines", uint64_t{0});
-    c.malformed_before = e.value("malformed_lines", uint64_t{0});
+    c.source.namespace_name = JsonString(e, "namespace");
+    c.source.pod = JsonString(e, "pod");
+    c.source.uid = JsonString(e, "uid");
+    c.source.container = JsonString(e, "container");
+    c.lines = JsonUint(e, "lines");
+    c.nccl_lines_before = JsonUint(e, "nccl_lines");
+    c.malformed_before = JsonUint(e, "malformed_lines");
     c.restored.source = c.source;
-    c.restored.files = e.value("files", uint64_t{0});
+    c.restored.files = JsonUint(e, "files");
     c.restored.nccl = VerdictFromJson(e);
     c.restored.communicators =
         CommunicatorsFromJson(e.value("communicator_series", nlohmann::json()));
@@ -441,7 +586,13 @@ void PodAnalysis::Restore(std::string_view state) {
     }
     c.has_restored = true;
     c.last_write = clock_.Now();
-    containers_[e.value("key", std::string())] = std::move(c);
+    if (RestoredSourceGone(c.source)) {
+      // Its pod went while the agent was down: it expires after the grace period like any
+      // other gone container, instead of showing its findings forever.
+      c.gone = true;
+      c.gone_at = clock_.Now();
+    }
+    containers_[JsonString(e, "key")] = std::move(c);
   }
 }
 
@@ -471,10 +622,10 @@ void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink) {
   sink.Add(metrics::M::kNcclNetPluginMissing, l, n.net_plugin_missing ? 1 : 0);
   sink.Add(metrics::M::kNcclGdrDisabled, l, n.gdr_disabled ? 1 : 0);
   common::Labels info = l;
-  info.push_back({"network", n.network});
-  info.push_back({"transport", n.transport});
-  info.push_back({"ofi_provider", n.ofi_provider});
-  info.push_back({"nccl_version", n.nccl_version});
+  info.push_back({"network", NetworkLabel(n.network)});
+  info.push_back({"transport", TransportLabel(n.transport)});
+  info.push_back({"ofi_provider", ProviderLabel(n.ofi_provider)});
+  info.push_back({"nccl_version", VersionLabel(n.nccl_version)});
   info.push_back({"nodes", n.nodes_evidence.empty() ? "unknown" : n.nodes_evidence});
   sink.Add(metrics::M::kNcclInfo, info, 1);
   sink.Add(metrics::M::kNcclProcesses, l, static_cast<double>(n.processes));
@@ -482,12 +633,13 @@ void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink) {
   sink.Add(metrics::M::kNcclWarningsTotal, l, static_cast<double>(n.warnings));
   sink.Add(metrics::M::kNcclErrorsTotal, l, static_cast<double>(n.errors));
   for (const CommunicatorSeries& c : v.communicators) {
+    if (!CommIdLabelOk(c.id)) continue;  // not an id NCCL prints: no series to join on
     common::Labels cl = l;
     cl.push_back({"comm_id", c.id});
     cl.push_back({"nranks", c.nranks > 0 ? std::to_string(c.nranks) : "unknown"});
     cl.push_back({"nnodes", c.nnodes > 0 ? std::to_string(c.nnodes) : "unknown"});
-    cl.push_back({"transport", c.transport});
-    cl.push_back({"provider", c.provider});
+    cl.push_back({"transport", TransportLabel(c.transport)});
+    cl.push_back({"provider", ProviderLabel(c.provider)});
     sink.Add(metrics::M::kNcclCommunicatorInfo, cl, 1);
   }
 }
@@ -516,6 +668,12 @@ absl::Status PodAnalysis::Collect(std::chrono::steady_clock::time_point /*deadli
     sink.Add(metrics::M::kLogsFilesOverCapTotal, {}, static_cast<double>(tailer_->files_over_cap));
     sink.Add(metrics::M::kLogsTruncatedLinesTotal, {},
              static_cast<double>(tailer_->lines_truncated));
+    sink.Add(metrics::M::kLogsCheckpointsSetAsideTotal, {},
+             static_cast<double>(tailer_->checkpoints_set_aside));
+    sink.Add(metrics::M::kLogsDeletedFilesClosedTotal, {},
+             static_cast<double>(tailer_->deleted_files_closed));
+    sink.Add(metrics::M::kInternalErrorsTotal, {{"component", "logs"}},
+             static_cast<double>(tailer_->internal_errors));
   }
   return absl::OkStatus();
 }

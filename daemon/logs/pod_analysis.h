@@ -98,6 +98,9 @@ class PodAnalysis final : public LineSink, public common::Collector {
   void OnSourceGone(const LogSource& source) override;
   void OnPassComplete() override;
   std::string Checkpoint() const override;
+  bool CheckpointValid(std::string_view state) const override;
+  /// Restores what Checkpoint() saved. A container whose log directory is gone (its pod was
+  /// deleted while the agent was down) is restored as gone: it expires after the grace period.
   void Restore(std::string_view state) override;
 
   std::string_view Name() const override { return "nccl_logs"; }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "daemon/logs/json_shape.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::logs {
@@ -100,7 +101,12 @@ void Tailer::Stop() {
     thread_.request_stop();
     thread_.join();
     std::lock_guard lock(run_mu_);
-    WriteCheckpoint();
+    try {
+      WriteCheckpoint();
+    } catch (const std::exception& e) {
+      ++counters_.internal_errors;
+      spdlog::error("last checkpoint not written (internal error): {}", e.what());
+    }
   }
   if (inotify_fd_ >= 0) {
     ::close(inotify_fd_);
@@ -118,7 +124,17 @@ void Tailer::Run(const std::stop_token& stop) {
       std::lock_guard lock(run_mu_);
       // A directory walk costs far more than reading the files we follow: walk only when
       // inotify saw a file or directory come or go, and on the poll interval as a fallback.
-      backlog = Pass(scan || clock_.Now() >= next_scan);
+      // Last resort: an exception here is a bug on some input; letting it end the thread would
+      // end the agent, and a restart would read the same bytes again (a crash loop). The pass
+      // is dropped, counted and logged, and the next one goes on.
+      try {
+        backlog = Pass(scan || clock_.Now() >= next_scan);
+      } catch (const std::exception& e) {
+        if (counters_.internal_errors++ % 100 == 0) {
+          spdlog::error("pod log pass failed (internal error {}): {}",
+                        counters_.internal_errors.load(), e.what());
+        }
+      }
     }
     if (scan || clock_.Now() >= next_scan) next_scan = clock_.Now() + options_.poll_interval;
     scan = false;
@@ -215,6 +231,7 @@ void Tailer::Scan() {
   ScanVolumes(d);
   for (const auto& src : d.found) Track(src);
   DropGone(d);
+  PruneSideTables();
   counters_.files_watched = tracked_.size();
 }
 
@@ -356,6 +373,13 @@ void Tailer::DropGone(const Discovered& d) {
     }
     if (!fs::exists(gone.format == Format::kCri ? gone.path.parent_path() : gone.path, ec)) {
       sink_->OnSourceGone(it->second->source);
+      it = tracked_.erase(it);
+    } else if (struct stat st{}; ::fstat(it->second->fd, &st) == 0 && st.st_nlink == 0) {
+      // Unlinked (kubelet removes the log of an older restart of the container) and drained
+      // above: holding it open would keep its disk space and an fd for as long as the
+      // container's directory lives, one more per restart under CrashLoopBackOff. A file that
+      // was only renamed (rotation) still has a link and waits for its successor.
+      ++counters_.deleted_files_closed;
       it = tracked_.erase(it);
     } else {
       ++it;
@@ -529,7 +553,8 @@ void Tailer::WriteCheckpoint() {
   const std::string tmp = options_.state_file.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump();
+    // Paths are bytes: a name that is not UTF-8 is written with U+FFFD rather than throwing.
+    out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     out.flush();
     if (!out) {
       spdlog::warn("cannot write checkpoint {}", tmp);
@@ -546,32 +571,70 @@ void Tailer::WriteCheckpoint() {
   if (!ec) ++counters_.checkpoint_writes;
 }
 
+void Tailer::SetCheckpointAside(std::string_view why) {
+  ++counters_.checkpoints_set_aside;
+  const fs::path bad = options_.state_file.string() + ".bad";
+  std::error_code ec;
+  fs::rename(options_.state_file, bad, ec);
+  spdlog::warn("checkpoint {} {}; set aside as {}; starting from the beginning of every log",
+               options_.state_file.string(), why, bad.string());
+}
+
 void Tailer::LoadCheckpoint() {
   if (options_.state_file.empty()) return;
   std::ifstream in(options_.state_file);
   if (!in) return;
-  auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    spdlog::warn("checkpoint {} is unreadable; starting from the beginning of every log",
-                 options_.state_file.string());
-    return;
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  in.close();
+  // The shape is checked whole before anything is restored: a damaged checkpoint costs the
+  // counts it held, never the agent, and half of one is never taken.
+  using K = JsonKind;
+  if (j.is_discarded()) return SetCheckpointAside("is not JSON (cut short?)");
+  if (!HasShape(j, {{"files", K::kArray}, {"counters", K::kObject}, {"sink", K::kString}}) ||
+      (j.contains("files") && !AllHaveShape(j["files"], {{"path", K::kString},
+                                                         {"dev", K::kUnsigned},
+                                                         {"ino", K::kUnsigned},
+                                                         {"offset", K::kUnsigned},
+                                                         {"line_no", K::kUnsigned},
+                                                         {"tail", K::kString}})) ||
+      (j.contains("counters") && !HasShape(j["counters"], {{"bytes_read", K::kUnsigned},
+                                                           {"lines_read", K::kUnsigned},
+                                                           {"rotations", K::kUnsigned},
+                                                           {"truncations", K::kUnsigned},
+                                                           {"lines_truncated", K::kUnsigned}}))) {
+    return SetCheckpointAside("has fields of the wrong type");
   }
-  for (const auto& f : j.value("files", nlohmann::json::array())) {
-    Resume r;
-    r.dev = f.value("dev", uint64_t{0});
-    r.ino = f.value("ino", uint64_t{0});
-    r.offset = f.value("offset", uint64_t{0});
-    r.line_no = f.value("line_no", uint64_t{0});
-    r.tail = f.value("tail", std::string());
-    resume_[f.value("path", std::string())] = r;
+  const std::string sink_state = JsonString(j, "sink");
+  if (!sink_->CheckpointValid(sink_state)) return SetCheckpointAside("has a damaged sink state");
+  if (const auto files = j.find("files"); files != j.end()) {
+    for (const auto& f : *files) {
+      resume_[JsonString(f, "path")] =
+          Resume{JsonUint(f, "dev"), JsonUint(f, "ino"), JsonUint(f, "offset"),
+                 JsonUint(f, "line_no"), JsonString(f, "tail")};
+    }
   }
-  const auto c = j.value("counters", nlohmann::json::object());
-  counters_.bytes_read = c.value("bytes_read", uint64_t{0});
-  counters_.lines_read = c.value("lines_read", uint64_t{0});
-  counters_.rotations = c.value("rotations", uint64_t{0});
-  counters_.truncations = c.value("truncations", uint64_t{0});
-  counters_.lines_truncated = c.value("lines_truncated", uint64_t{0});
-  sink_->Restore(j.value("sink", std::string()));
+  const nlohmann::json c = j.value("counters", nlohmann::json::object());
+  counters_.bytes_read = JsonUint(c, "bytes_read");
+  counters_.lines_read = JsonUint(c, "lines_read");
+  counters_.rotations = JsonUint(c, "rotations");
+  counters_.truncations = JsonUint(c, "truncations");
+  counters_.lines_truncated = JsonUint(c, "lines_truncated");
+  sink_->Restore(sink_state);
+}
+
+void Tailer::PruneSideTables() {
+  // Each table is keyed by a file path; once the file's directory is gone (the pod was
+  // deleted) no scan can report that path again, so the entry would only grow the table.
+  auto prune = [](auto& table, auto key_of) {
+    std::error_code ec;
+    for (auto it = table.begin(); it != table.end();) {
+      const fs::path p = key_of(*it);
+      it = fs::exists(p.parent_path(), ec) ? std::next(it) : table.erase(it);
+    }
+  };
+  prune(refused_, [](const std::string& k) { return fs::path(k); });
+  prune(over_cap_, [](const std::string& k) { return fs::path(k); });
+  prune(resume_, [](const auto& kv) { return fs::path(kv.first); });
 }
 
 }  // namespace efawatch::logs

@@ -41,6 +41,9 @@ class LineSink {
   /// After each pass over all files: a good moment to publish what the lines changed.
   virtual void OnPassComplete() {}
   virtual std::string Checkpoint() const { return {}; }
+  /// False when `state` (what Checkpoint() returned before) has not the shape this sink writes:
+  /// the tailer then sets the whole checkpoint aside instead of restoring any of it.
+  virtual bool CheckpointValid(std::string_view /*state*/) const { return true; }
   virtual void Restore(std::string_view /*state*/) {}
 };
 
@@ -70,8 +73,13 @@ struct TailerCounters {
   std::atomic<uint64_t> truncations{0};
   std::atomic<uint64_t> checkpoint_writes{0};
   std::atomic<uint64_t> files_refused{0};  // symlinks out of the root or a pod's volume, unreadable
-  std::atomic<uint64_t> files_over_cap{0};   // not watched because of max_files
-  std::atomic<uint64_t> lines_truncated{0};  // longer than max_line_bytes
+  std::atomic<uint64_t> files_over_cap{0};         // not watched because of max_files
+  std::atomic<uint64_t> lines_truncated{0};        // longer than max_line_bytes
+  std::atomic<uint64_t> checkpoints_set_aside{0};  // unreadable or of the wrong shape (.bad)
+  std::atomic<uint64_t> deleted_files_closed{0};   // unlinked files released once drained
+  /// Exceptions caught by the thread's last-resort handler (a bug: the pass is skipped, the
+  /// agent goes on serving).
+  std::atomic<uint64_t> internal_errors{0};
 };
 
 /// Follows every container log under the pod log root: discovers files (CRI layout), reads only
@@ -86,6 +94,9 @@ class Tailer {
 
   /// Loads the checkpoint (a missing file is a fresh start) and starts the thread.
   absl::Status Start();
+  /// Loads the checkpoint, as Start() does first: for tests and fuzzers that drive the tailer
+  /// with PollOnce(). Never fails: a checkpoint of the wrong shape is set aside (counted).
+  void LoadState() { LoadCheckpoint(); }
   void Stop();
 
   /// One pass: rescan, read new bytes (at most read_chunk_bytes per file), checkpoint if due.
@@ -127,6 +138,10 @@ class Tailer {
   void OpenTracked(const LogSource& src, bool allow_resume);
   void WriteCheckpoint();
   void LoadCheckpoint();
+  /// Renames the state file to <state_file>.bad (replacing an older one), counts and logs why.
+  void SetCheckpointAside(std::string_view why);
+  /// Forgets refused_, over_cap_ and resume_ entries of files whose directory is gone.
+  void PruneSideTables();
   bool InsideRoot(const std::filesystem::path& p) const;
   void WatchDir(const std::filesystem::path& dir);
 

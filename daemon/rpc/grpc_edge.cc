@@ -46,8 +46,9 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
  public:
   static constexpr size_t kMaxQueued = 1024;
 
-  WatchReactor(common::FindingsBoard& board, v1::Severity min_severity)
-      : board_(board), min_severity_(min_severity) {
+  // `open` counts this stream until OnDone.
+  WatchReactor(common::FindingsBoard& board, v1::Severity min_severity, std::atomic<uint64_t>& open)
+      : board_(board), min_severity_(min_severity), open_(open) {
     OnSnapshot(board_.Snapshot());
     subscription_ = board_.Subscribe([this](const auto& snap) { OnSnapshot(snap); });
   }
@@ -68,6 +69,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
 
   void OnDone() override {
     board_.Unsubscribe(subscription_);  // after this no listener call is running
+    --open_;
     delete this;
   }
 
@@ -134,6 +136,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
 
   common::FindingsBoard& board_;
   const v1::Severity min_severity_;
+  std::atomic<uint64_t>& open_;
   int subscription_ = 0;
   std::mutex mu_;
   std::map<Key, common::Finding> known_;
@@ -144,7 +147,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::FindingEvent> {
   bool finished_ = false;
 };
 
-// A WatchFindings call refused before it starts: finishes at once, writes nothing.
+// A WatchFindings stream refused at once (too many open): finishes with `status`.
 class RefusedWatch final : public grpc::ServerWriteReactor<v1::FindingEvent> {
  public:
   explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
@@ -167,7 +170,10 @@ std::vector<std::string> PeerIdentities(const grpc::CallbackServerContext& ctx) 
 
 class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
  public:
-  AgentService(AgentHandler* handler, Authorizer* authz) : handler_(handler), authz_(authz) {}
+  AgentService(AgentHandler* handler, Authorizer* authz, size_t max_watch_streams)
+      : handler_(handler), authz_(authz), max_watch_streams_(max_watch_streams) {}
+
+  const GrpcEdgeCounters& counters() const { return counters_; }
 
   grpc::ServerUnaryReactor* RunCollective(grpc::CallbackServerContext* ctx,
                                           const v1::RunCollectiveRequest* request,
@@ -289,7 +295,17 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   grpc::ServerWriteReactor<v1::FindingEvent>* WatchFindings(
       grpc::CallbackServerContext* ctx, const v1::WatchFindingsRequest* request) override {
     if (auto st = Authorize(*ctx, Method::kWatchFindings); !st.ok()) return new RefusedWatch(st);
-    return new WatchReactor(handler_->findings(), request->min_severity());
+    // Each stream is a board subscription run on every publish: their number is capped so
+    // that callers cannot make every publish (and the memory of their queues) grow unbounded.
+    if (++counters_.watch_streams > max_watch_streams_) {
+      --counters_.watch_streams;
+      ++counters_.watch_streams_refused;
+      return new RefusedWatch(
+          grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       absl::StrCat("too many WatchFindings streams: ", max_watch_streams_,
+                                    " open (--max-watch-streams)")));
+    }
+    return new WatchReactor(handler_->findings(), request->min_severity(), counters_.watch_streams);
   }
 
  private:
@@ -324,6 +340,8 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
 
   AgentHandler* const handler_;
   Authorizer* const authz_;
+  const size_t max_watch_streams_;
+  GrpcEdgeCounters counters_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions& options,
@@ -352,7 +370,8 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
   std::unique_ptr<GrpcEdge> edge(new GrpcEdge());
   edge->authz_ = std::make_unique<Authorizer>(options.authz);
   edge->denials_ = std::make_unique<DenialCollector>(*edge->authz_);
-  edge->service_ = std::make_unique<AgentService>(handler, edge->authz_.get());
+  edge->service_ =
+      std::make_unique<AgentService>(handler, edge->authz_.get(), options.max_watch_streams);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -382,5 +401,7 @@ void GrpcEdge::Shutdown() {
 }
 
 GrpcEdge::~GrpcEdge() { Shutdown(); }
+
+const GrpcEdgeCounters& GrpcEdge::counters() const { return service_->counters(); }
 
 }  // namespace efawatch::rpc

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -19,6 +21,15 @@ struct GrpcEdgeOptions {
   std::string tls_key_file;
   std::string tls_client_ca_file;  // non-empty: mutual TLS, client certificates required
   AuthzOptions authz;              // identities per role; none: every caller may call anything
+  /// WatchFindings streams open at once; further ones get RESOURCE_EXHAUSTED. Each costs a
+  /// subscription the findings board calls on every publish and a queue of up to 1,024 events.
+  size_t max_watch_streams = 32;
+};
+
+/// What the edge refused, for metrics. Thread-safe.
+struct GrpcEdgeCounters {
+  std::atomic<uint64_t> watch_streams{0};          // open now
+  std::atomic<uint64_t> watch_streams_refused{0};  // over max_watch_streams
 };
 
 /// The only place in the daemon that knows gRPC. Serves efawatch.v1.Agent (callback API) over
@@ -37,6 +48,7 @@ class GrpcEdge {
   int port() const { return port_; }
   /// efawatch_grpc_denied_total; lives as long as the edge.
   common::Collector& denial_collector() { return *denials_; }
+  const GrpcEdgeCounters& counters() const;
   void Shutdown();
 
  private:

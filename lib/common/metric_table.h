@@ -95,6 +95,14 @@ struct M {
   static constexpr Metric kMeshSelfSuspect{"efawatch_mesh_self_suspect"};
   static constexpr Metric kFabricResponderUp{"efawatch_fabric_responder_up"};
   static constexpr Metric kGrpcDeniedTotal{"efawatch_grpc_denied_total"};
+  static constexpr Metric kInternalErrorsTotal{"efawatch_internal_errors_total"};
+  static constexpr Metric kLogsCheckpointsSetAsideTotal{
+      "efawatch_logs_checkpoints_set_aside_total"};
+  static constexpr Metric kLogsDeletedFilesClosedTotal{"efawatch_logs_deleted_files_closed_total"};
+  static constexpr Metric kRpcWatchStreams{"efawatch_rpc_watch_streams"};
+  static constexpr Metric kMemoryBudgetBytes{"efawatch_memory_budget_bytes"};
+  static constexpr Metric kMemoryBudgetInUseBytes{"efawatch_memory_budget_in_use_bytes"};
+  static constexpr Metric kRpcRefusedTotal{"efawatch_rpc_refused_total"};
 
   /// efawatch_efa_<counter>_total for a hw_counters name the EFA counter table knows
   /// (efa_counters.h), nullopt for any other name (exported generically as efawatch_rdma_hw_stat).

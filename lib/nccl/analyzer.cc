@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
+#include "lib/common/utf8.h"
 #include "lib/nccl/record_scanner.h"
 #include "lib/nccl/state.h"
 #include "lib/nccl/text_util.h"
@@ -46,8 +47,8 @@ void SetEv(Ev* ev, const Ctx& c) {
   if (ev->set()) return;
   ev->source = c.source;
   ev->line = c.line_no;
-  size_t cap = c.st->options.max_evidence_bytes;
-  ev->text.assign(c.line.substr(0, cap));
+  // Cut on a character boundary: evidence ends up in JSON, proto and label text, all UTF-8.
+  ev->text.assign(common::Utf8Prefix(c.line, c.st->options.max_evidence_bytes));
 }
 
 // SetEv without the text: communicators are many (thousands of processes, up to 256 each), and

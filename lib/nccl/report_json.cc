@@ -3,45 +3,14 @@
 #include <cstdint>
 #include <string>
 
+#include "lib/common/utf8.h"
+
 namespace efawatch::nccl {
 namespace {
 
 // Log text is arbitrary bytes; JSON strings must be UTF-8 (nlohmann throws on dump otherwise).
 // Invalid sequences become U+FFFD.
-std::string Utf8(const std::string& in) {
-  std::string out;
-  out.reserve(in.size());
-  size_t i = 0;
-  const size_t n = in.size();
-  while (i < n) {
-    unsigned char c = static_cast<unsigned char>(in[i]);
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xE  ? 3
-                 : (c >> 3) == 0x1E ? 4
-                                    : 0;
-    bool ok = len > 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) {
-      ok = (static_cast<unsigned char>(in[i + k]) & 0xC0) == 0x80;
-    }
-    if (ok && len > 1) {
-      uint32_t cp = c & (0x7F >> len);
-      for (size_t k = 1; k < len; ++k)
-        cp = (cp << 6) | (static_cast<unsigned char>(in[i + k]) & 0x3F);
-      // Overlong forms, surrogates and values past U+10FFFF are invalid.
-      static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-      ok = cp >= kMin[len] && !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF;
-    }
-    if (ok) {
-      out.append(in, i, len);
-      i += len;
-    } else {
-      out.append("\xEF\xBF\xBD");
-      ++i;
-    }
-  }
-  return out;
-}
+std::string Utf8(const std::string& in) { return common::ToValidUtf8(in); }
 
 nlohmann::json Str(const std::string& s) { return nlohmann::json(Utf8(s)); }
 

@@ -434,4 +434,13 @@ absl::StatusOr<BandwidthResult> Bandwidth(const BandwidthOptions& options, std::
   return run.Run();
 }
 
+uint64_t BandwidthMemoryBytes(const BandwidthOptions& options) {
+  // As BandwidthRun::SetUpBuffers sizes them.
+  uint64_t max_size = kControlBytes;
+  for (size_t s : options.sizes) max_size = std::max<uint64_t>(max_size, s);
+  const uint64_t rx_bytes = options.bidirectional ? max_size : kControlBytes;
+  const uint64_t rx_count = options.bidirectional ? uint64_t{options.window} + 4 : 4;
+  return max_size + kControlBytes + rx_count * rx_bytes;
+}
+
 }  // namespace efawatch::fabric

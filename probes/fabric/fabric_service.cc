@@ -106,12 +106,24 @@ bool FabricService::Launch(std::function<void(std::stop_token)> work) {
   return true;
 }
 
+absl::StatusOr<std::shared_ptr<common::MemoryBudget::Lease>> FabricService::Reserve(
+    uint64_t bytes, std::string_view what) const {
+  if (options_.budget == nullptr) return std::make_shared<common::MemoryBudget::Lease>();
+  auto lease = options_.budget->Reserve(bytes, what);
+  if (!lease.ok()) return lease.status();
+  // Shared: the probe's std::function must be copyable, and a lease is move-only.
+  return std::make_shared<common::MemoryBudget::Lease>(*std::move(lease));
+}
+
 void FabricService::StartPing(PingOptions o, PingDone done) {
   if (absl::Status s = Validate(o); !s.ok()) return done(s);
+  auto lease = Reserve(PingMemoryBytes(o), "ping");
+  if (!lease.ok()) return done(lease.status());
   o.endpoint = options_.endpoint;
   auto shared_done = std::make_shared<PingDone>(std::move(done));
-  const bool started = Launch([this, o, shared_done](const std::stop_token& stop) {
+  const bool started = Launch([this, o, shared_done, lease = *lease](const std::stop_token& stop) {
     absl::StatusOr<PingResult> r = Ping(o, stop, clock_);
+    *lease = {};  // Released before the caller hears of the end: it may ask again at once.
     if (r.ok()) {
       Record(r->peer_address, &*r, nullptr, r->end != ProbeEnd::kCompleted);
       Notify();
@@ -126,9 +138,11 @@ void FabricService::StartPing(PingOptions o, PingDone done) {
 
 void FabricService::StartBandwidth(BandwidthOptions o, BandwidthDone done) {
   if (absl::Status s = Validate(o); !s.ok()) return done(s);
+  auto lease = Reserve(BandwidthMemoryBytes(o), "bandwidth probe");
+  if (!lease.ok()) return done(lease.status());
   o.endpoint = options_.endpoint;
   auto shared_done = std::make_shared<BandwidthDone>(std::move(done));
-  const bool started = Launch([this, o, shared_done](std::stop_token stop) {
+  const bool started = Launch([this, o, shared_done, lease = *lease](std::stop_token stop) {
     const auto start = clock_.Now();
     {
       // One bandwidth probe per NIC: two at once would each measure half the link. The condition
@@ -138,6 +152,7 @@ void FabricService::StartBandwidth(BandwidthOptions o, BandwidthDone done) {
       const bool got = bw_free_.wait_for(lock, o.deadline, [&] { return !bw_busy_ || stopping_; });
       if (!got || stopping_) {
         lock.unlock();
+        *lease = {};
         (*shared_done)(absl::ResourceExhaustedError(
             "another bandwidth probe is running on this NIC and did not finish within the "
             "deadline"));
@@ -149,6 +164,7 @@ void FabricService::StartBandwidth(BandwidthOptions o, BandwidthDone done) {
     left.deadline =
         std::chrono::duration_cast<std::chrono::milliseconds>(o.deadline - (clock_.Now() - start));
     absl::StatusOr<BandwidthResult> r = Bandwidth(left, std::move(stop), clock_);
+    *lease = {};
     {
       std::lock_guard<std::mutex> lock(mu_);
       bw_busy_ = false;

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/common/clock.h"
+#include "lib/common/memory_budget.h"
 #include "probes/fabric/probe.h"
 #include "probes/fabric/responder.h"
 
@@ -46,6 +47,9 @@ struct FabricServiceOptions {
   bool responder = true;     ///< Run the always-on responder.
   ResponderOptions responder_options;  ///< Its `endpoint` is replaced by `endpoint` above.
   ProbeLimits limits;
+  /// Every probe reserves its buffers' worst case here before it starts (RESOURCE_EXHAUSTED when
+  /// they do not fit); null: no budget. Outlives the service.
+  common::MemoryBudget* budget = nullptr;
   size_t max_peers = 64;  ///< Peers kept in the per-peer table (least recently probed dropped).
   /// Called on the probe's thread after each probe's result is recorded (the app re-evaluates
   /// its fabric findings). Must not call back into StartPing/StartBandwidth synchronously.
@@ -90,6 +94,9 @@ class FabricService {
   FabricService(const FabricServiceOptions& options, const common::Clock& clock)
       : options_(options), clock_(clock) {}
   bool Launch(std::function<void(std::stop_token)> work);
+  /// A lease of `bytes` from the budget (an empty one without a budget), or RESOURCE_EXHAUSTED.
+  absl::StatusOr<std::shared_ptr<common::MemoryBudget::Lease>> Reserve(uint64_t bytes,
+                                                                       std::string_view what) const;
   void Record(const std::string& peer, const PingResult* ping, const BandwidthResult* bw,
               bool failed);
   void Notify() const;

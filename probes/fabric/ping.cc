@@ -348,4 +348,10 @@ absl::StatusOr<PingResult> Pinger::Run(const std::string& peer, const PingOption
   return run.Finish();
 }
 
+uint64_t PingMemoryBytes(const PingOptions& options) {
+  // As Pinger::Create sizes them, with the longest header any address can need.
+  const uint64_t message = std::max(options.message_bytes, HeaderBytes(kMaxAddressBytes));
+  return (Pinger::kTxSlots + Pinger::kRxSlots) * message;
+}
+
 }  // namespace efawatch::fabric

@@ -64,6 +64,10 @@ struct PingResult {
 absl::StatusOr<PingResult> Ping(const PingOptions& options, const std::stop_token& stop = {},
                                 const common::Clock& clock = common::SystemClock::Get());
 
+/// The most memory Ping(options) allocates for its buffers (kTxSlots + kRxSlots messages), known
+/// before anything is allocated so that a memory budget can refuse the request first.
+uint64_t PingMemoryBytes(const PingOptions& options);
+
 /// 4 KiB, 16 KiB, ... 4 MiB, 8 MiB.
 std::vector<size_t> DefaultBandwidthSizes();
 
@@ -120,5 +124,10 @@ absl::Status RequireRma(const FabricInfo& fabric);
 absl::StatusOr<BandwidthResult> Bandwidth(const BandwidthOptions& options,
                                           std::stop_token stop = {},
                                           const common::Clock& clock = common::SystemClock::Get());
+
+/// The most memory Bandwidth(options) allocates for its buffers: one send buffer of the largest
+/// size, a control buffer, and window + 4 receive buffers of the largest size when bidirectional
+/// (4 control-sized ones otherwise). Known before anything is allocated.
+uint64_t BandwidthMemoryBytes(const BandwidthOptions& options);
 
 }  // namespace efawatch::fabric

@@ -48,6 +48,18 @@ bool ResponderAnsweredPings(Agent& agent, std::chrono::seconds timeout) {
   return false;
 }
 
+// True once the agent's /metrics shows a probe's reservation in its memory budget.
+bool BudgetInUse(Agent& agent, std::chrono::seconds timeout) {
+  const std::regex in_use(R"(\nefawatch_memory_budget_in_use_bytes [1-9])");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto [code, body] = testing::HttpGet(agent.metrics_port(), "/metrics");
+    if (code == 200 && std::regex_search(body, in_use)) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
 class DaemonFabricTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -230,7 +242,9 @@ TEST_F(DaemonFabricTest, SecondBandwidthProbeWaitsThenIsResourceExhausted) {
   slow.set_ms_per_size(3000);
   v1::BandwidthResponse slow_resp;
   auto first = std::async(std::launch::async, [&] { return Bandwidth(*a_, slow, &slow_resp); });
-  std::this_thread::sleep_for(1000ms);
+  // The first probe holds its memory reservation from its start to its end: once the agent
+  // shows it, the second request surely comes while the first runs (a fixed sleep did not).
+  ASSERT_TRUE(BudgetInUse(*a_, 5s)) << "the first probe never started";
   v1::BandwidthRequest quick = slow;
   quick.set_ms_per_size(100);
   quick.set_deadline_ms(500);

@@ -163,3 +163,29 @@ TEST(ConfigTest, LoopbackDetection) {
 
 }  // namespace
 }  // namespace efawatch
+
+namespace efawatch {
+namespace {
+
+TEST(ConfigLimitsTest, MemoryBudgetTakesQuantitiesAndWatchStreamsAreBounded) {
+  auto c = Parse({}, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->memory_budget, uint64_t{96} << 20);
+  EXPECT_EQ(c->max_watch_streams, 32u);
+  c = Parse({"--memory-budget=64Mi", "--max-watch-streams=4"}, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->memory_budget, uint64_t{64} << 20);
+  EXPECT_EQ(c->max_watch_streams, 4u);
+  c = Parse({}, {{"EFAWATCH_MEMORY_BUDGET", "1Gi"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->memory_budget, uint64_t{1} << 30);
+  for (const char* bad : {"--memory-budget=lots", "--memory-budget=12", "--memory-budget=-1Mi",
+                          "--max-watch-streams=0"}) {
+    auto b = Parse({bad}, {});
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(std::string(b.status().message()).find('\n'), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace efawatch

@@ -1,0 +1,82 @@
+#include "lib/common/utf8.h"
+
+#include <cstdint>
+
+namespace efawatch::common {
+namespace {
+
+// The length of the well-formed sequence at s[i], or 0 when the byte there starts none
+// (RFC 3629, section 4).
+size_t SequenceAt(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  const size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (len == 0 || i + len > s.size()) return 0;
+  uint32_t cp = c & (0x7Fu >> len);
+  for (size_t k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3Fu);
+  }
+  // Overlong forms, surrogates and values past U+10FFFF are invalid.
+  static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
+  return len;
+}
+
+// The index of the first byte that starts no well-formed sequence, or s.size().
+size_t FirstInvalid(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    // ASCII runs, which are nearly all log text, skip the sequence decoder.
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = SequenceAt(s, i);
+    if (len == 0) return i;
+    i += len;
+  }
+  return s.size();
+}
+
+}  // namespace
+
+bool IsValidUtf8(std::string_view s) { return FirstInvalid(s) == s.size(); }
+
+std::string ToValidUtf8(std::string_view s) {
+  size_t i = FirstInvalid(s);
+  std::string out(s.substr(0, i));
+  if (i == s.size()) return out;
+  out.reserve(s.size() + 8);
+  while (i < s.size()) {
+    const size_t len = SequenceAt(s, i);
+    if (len == 0) {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
+bool MakeValidUtf8(std::string* s) {
+  if (FirstInvalid(*s) == s->size()) return false;
+  *s = ToValidUtf8(*s);
+  return true;
+}
+
+std::string_view Utf8Prefix(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t end = max_bytes;
+  // Step back over continuation bytes to the start of the character that the cut would split;
+  // a well-formed character is at most 4 bytes, so at most 3 steps.
+  for (int k = 0; k < 3 && end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80; ++k) {
+    --end;
+  }
+  return s.substr(0, end);
+}
+
+}  // namespace efawatch::common
