@@ -90,8 +90,9 @@ std::string ProviderLabel(std::string_view v) {
   const size_t semi = v.find(';');
   const std::string_view core = v.substr(0, semi);
   const std::string_view util = semi == std::string_view::npos ? "" : v.substr(semi + 1);
-  const bool core_ok = OneOf(core, {"efa", "tcp", "sockets", "udp", "shm", "verbs", "psm2", "psm3",
-                                    "opx", "cxi", "ucx", "usnic", "sm2", "lnx", "net"});
+  const bool core_ok =
+      OneOf(core, {"efa", "efa-direct", "tcp", "sockets", "udp", "shm", "verbs", "psm2", "psm3",
+                   "opx", "cxi", "ucx", "usnic", "sm2", "lnx", "net"});
   const bool util_ok = OneOf(util, {"", "ofi_rxm", "ofi_rxd", "ofi_mrail"});
   return core_ok && util_ok ? std::string(v) : "other";
 }

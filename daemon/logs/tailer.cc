@@ -223,6 +223,16 @@ void Tailer::Scan() {
          !ec2 && ctr != fs::directory_iterator(); ctr.increment(ec2)) {
       std::error_code ec3;
       if (!ctr->is_directory(ec3)) continue;
+      if (ctr->is_symlink(ec3)) {
+        // O_NOFOLLOW guards only a file's last component: a container directory that is a
+        // symlink could lead the agent (root) anywhere. kubelet never makes one.
+        if (refused_.insert(ctr->path().string()).second) {
+          ++counters_.files_refused;
+          spdlog::warn("not following {}: a container directory that is a symlink",
+                       ctr->path().string());
+        }
+        continue;
+      }
       WatchDir(ctr->path());
       ScanContainerDir(ctr->path(), d);
     }

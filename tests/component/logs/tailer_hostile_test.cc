@@ -108,3 +108,26 @@ TEST_F(TailerHostileTest, DeletedLogOfAnOlderRestartIsClosedOnceDrained) {
 
 }  // namespace
 }  // namespace efawatch::logs
+
+namespace efawatch::logs {
+namespace {
+
+TEST_F(TailerHostileTest, ContainerDirectoryThatIsASymlinkIsNotFollowed) {
+  const TailerOptions o = Options();
+  // A tenant-controlled directory elsewhere, linked in as a container directory.
+  const fs::path elsewhere = fs::path(dir_.path()) / "elsewhere";
+  fs::create_directories(elsewhere);
+  std::ofstream(elsewhere / "0.log") << "2026-12-02T10:00:00Z stdout F secret\n";
+  fs::create_directories(o.pod_log_root / "train_w-0_uid1");
+  fs::create_directory_symlink(elsewhere, o.pod_log_root / "train_w-0_uid1" / "main");
+  CountingSink sink;
+  Tailer t(o, &sink, clock_);
+  t.PollOnce();
+  t.PollOnce();
+  EXPECT_EQ(sink.lines, 0);
+  EXPECT_EQ(t.counters().files_watched.load(), 0u);
+  EXPECT_EQ(t.counters().files_refused.load(), 1u) << "counted once";
+}
+
+}  // namespace
+}  // namespace efawatch::logs
