@@ -53,6 +53,7 @@ struct Facts {
   std::vector<std::string> nccl;     // libnccl.so* paths, the loader's pick first
   std::vector<std::string> plugins;  // libnccl-net*.so paths
   std::string libfabric;             // the libfabric.so.1 the loader picks (or the mapped one)
+  LibfabricAnswer fabric;            // what that library says, asked once (live systems only)
   std::string nccl_version;          // of nccl[0] (or the mapped one)
   std::vector<int> plugin_versions;  // of plugins[0] (or the mapped one)
 };
@@ -97,6 +98,7 @@ Facts Gather(const Target& t) {
   const std::vector<std::string> fabric = FindLibraries(t, "libfabric.so.1");
   f.libfabric = fabric.empty() ? "" : fabric.front();
   if (const std::string m = Mapped(t, "libfabric.so"); !m.empty()) f.libfabric = m;
+  if (t.live && !f.libfabric.empty()) f.fabric = AskLibfabric(InRoot(t, f.libfabric).string());
   const std::string nccl =
       Mapped(t, "libnccl.so").empty() ? (f.nccl.empty() ? "" : f.nccl[0]) : Mapped(t, "libnccl.so");
   if (!nccl.empty()) f.nccl_version = NcclVersion(t, nccl);
@@ -289,7 +291,7 @@ Check Libfabric(const Target& t, const Facts& f) {
     return Make("libfabric.library", Status::kPass, "libfabric found (not loaded: --root)",
                 f.libfabric);
   }
-  const LibfabricAnswer a = AskLibfabric(InRoot(t, f.libfabric).string());
+  const LibfabricAnswer& a = f.fabric;
   if (!a.error.empty()) {
     return Make("libfabric.library", Status::kFail, "libfabric does not load", a.error,
                 "check the library's dependencies (ldd)");
@@ -303,7 +305,7 @@ Check EfaProvider(const Target& t, const Facts& f) {
     return Make("libfabric.efa_provider", Status::kSkip,
                 t.live ? "no libfabric to ask" : "providers are only asked on a live system", "");
   }
-  const LibfabricAnswer a = AskLibfabric(InRoot(t, f.libfabric).string());
+  const LibfabricAnswer& a = f.fabric;
   const std::string evidence = f.libfabric + ": efa " + (a.efa_rdm ? "present" : "absent") +
                                ", tcp " + (a.tcp ? "present" : "absent");
   if (a.efa_rdm) {
