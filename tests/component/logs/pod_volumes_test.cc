@@ -32,7 +32,7 @@ class PodVolumesTest : public ::testing::Test {
   // A pod with a log directory and an emptyDir volume "ray-logs"; returns the volume.
   fs::path Pod(const std::string& name, const std::string& uid) {
     fs::create_directories(Root() / "logs" / ("ray_" + name + "_" + uid) / "ray-worker");
-    const fs::path vol = Root() / "kubelet" / uid / "volumes/kubernetes.io~empty-dir/ray-logs";
+    fs::path vol = Root() / "kubelet" / uid / "volumes/kubernetes.io~empty-dir/ray-logs";
     fs::create_directories(vol);
     return vol;
   }
