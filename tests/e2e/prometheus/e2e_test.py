@@ -7,7 +7,7 @@ a pod log tree built from the NCCL fixtures (a TCP fallback, a loopback misuse, 
 off, a healthy EFA job). A second, healthy agent (node b) runs beside it, and agent a's fleet
 ping mesh pings b and a node that is gone (a static peer list over tcp on loopback). While
 Prometheus watches, the test raises an EFA error counter, writes a log line over the agent's
-line limit, and runs on-demand ping and bandwidth probes. A scrape target that nobody serves stands for the
+line limit (which alone must not make EfawatchAgentDegraded fire), and runs on-demand ping and bandwidth probes. A scrape target that nobody serves stands for the
 gone node, whose agent is down.
 
 Checked over Prometheus' HTTP API:
@@ -49,23 +49,24 @@ DEADLINE_S = 150
 # the ping mesh (issue #7) exports its series; keep it that way.
 NOT_YET_EXPORTED = set()
 
-# (alertname, identifying labels) expected to fire, and nothing else.
+# (alertname, identifying labels) expected to fire, and nothing else. The agent runs without
+# workload identity, so the NCCL alerts stand for the pods' namespace (workload="train"): one
+# alert per condition for the four pods, not one per pod.
 EXPECTED_FIRING = {
-    ("EfawatchNcclTcpFallback", (("pod", "fallback-0"),)),
-    ("EfawatchNcclTcpFallback", (("pod", "loopback-0"),)),
-    # fallback-0's log proves two nodes; its communicator (NCCL 2.19 prints its commId) makes
-    # the job alert fire too, with the communicator standing for the job (no workload series).
-    ("EfawatchNcclJobTcpFallback", (("workload", "0x42aa42aa42aa42aa"),)),
-    ("EfawatchNcclNetPluginMissing", (("pod", "fallback-0"),)),
-    ("EfawatchNcclNetPluginMissing", (("pod", "loopback-0"),)),
-    ("EfawatchNcclLoopbackMisuse", (("pod", "loopback-0"),)),
-    ("EfawatchNcclGdrDisabled", (("pod", "gdr-0"),)),
-    ("EfawatchEfaErrorsRising", (("device", "rdmap79s0"), ("node", NODE))),
+    # fallback-0's and loopback-0's logs prove several nodes: one page for the namespace.
+    ("EfawatchNcclTcpFallback", (("node", NODE), ("workload", "train"))),
+    # Alertmanager would inhibit it under the fallback; Prometheus fires both.
+    ("EfawatchNcclNetPluginMissing", (("node", NODE), ("workload", "train"))),
+    ("EfawatchNcclLoopbackMisuse", (("node", NODE), ("workload", "train"))),
+    ("EfawatchNcclGdrDisabled", (("node", NODE), ("workload", "train"))),
+    # Per node; `for` is cut to FOR_IN_TEST, so the raised counter is enough here.
+    ("EfawatchEfaErrorsRising", (("node", NODE),)),
     ("EfawatchEfaDeviceMissing", (("node", NODE),)),
-    ("EfawatchAgentDegraded", (("node", NODE),)),
     ("EfawatchAgentDown", (("node", DEAD_NODE),)),
     # One pinger is not a majority: a lossy pair, not a suspect node.
     ("EfawatchFabricPingLoss", (("node", NODE), ("peer_node", DEAD_NODE))),
+    # Not EfawatchAgentDegraded: one cut line is not a degraded agent (the rule wants more than
+    # one a second, or evictions, for its whole window).
 }
 KEY_LABELS = ("pod", "device", "node", "peer_node", "workload")
 
@@ -251,9 +252,6 @@ def firing(prom):
             continue
         name = a["labels"]["alertname"]
         keys = [k for k in KEY_LABELS if k in a["labels"]]
-        # The NCCL alerts are identified by their pod; the node is the same for all of them.
-        if "pod" in keys:
-            keys = ["pod"]
         out.add((name, tuple((k, a["labels"][k]) for k in sorted(keys))))
     return out
 
