@@ -12,9 +12,9 @@ packages=(
   libgtest-dev libgmock-dev googletest
   # checks: formatting, lint, fuzzing (clang's libFuzzer and sanitizer runtimes)
   clang clang-format clang-tidy libclang-rt-14-dev
-  # tests and benchmarks: promtool/prometheus, libfabric's fabtests tools, certificates,
-  # network namespaces and fault injection, reference tools
-  prometheus libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3 time dnsmasq-base
+  # tests and benchmarks: promtool/prometheus, amtool/alertmanager, libfabric's fabtests tools,
+  # certificates, network namespaces and fault injection, reference tools
+  prometheus prometheus-alertmanager libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3 time dnsmasq-base
 )
 # Deploy checks (tests/deploy): `kubectl kustomize` builds the manifests, node runs the schema
 # validation. Debian packages kubectl as kubernetes-client; a kubectl or node already on PATH

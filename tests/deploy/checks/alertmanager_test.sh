@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# deploy/prometheus/alertmanager.yml: `amtool check-config`, then a real Alertmanager with it
+# inhibits what it should (alertmanager_inhibit.mjs says what).
+set -euo pipefail
+src="${EFAWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../../.." && pwd)}"
+here="$src/tests/deploy/checks"
+for tool in amtool node; do
+  command -v "$tool" >/dev/null || { echo "$tool not found: run scripts/setup.sh" >&2; exit 1; }
+done
+am="$(command -v alertmanager || command -v prometheus-alertmanager || true)"
+[ -n "$am" ] || { echo "alertmanager not found: run scripts/setup.sh" >&2; exit 1; }
+[ -d "$here/node_modules/yaml" ] ||
+  { echo "tests/deploy/checks/node_modules missing: run scripts/setup.sh" >&2; exit 1; }
+amtool check-config "$src/deploy/prometheus/alertmanager.yml"
+# The routing the file promises: a job's critical alert pages, a deliberate one is a ticket.
+route() { amtool config routes test --config.file="$src/deploy/prometheus/alertmanager.yml" "$@" 2>/dev/null; }
+[ "$(route alertname=EfawatchNcclTcpFallback severity=critical)" = efawatch-page ]
+[ "$(route alertname=EfawatchNcclTcpDeliberate severity=info)" = efawatch-ticket ]
+[ "$(route alertname=EfawatchEfaErrorsRising severity=warning)" = efawatch-chat ]
+node "$here/alertmanager_inhibit.mjs" "$src" "$am"
