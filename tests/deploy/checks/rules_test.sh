@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # promtool on the rules (check + unit tests), the PrometheusRule in sync with the rules file,
-# the plain scrape config, and check_rules.mjs (runbook links, a firing and a silent case per
-# alert, metric names).
+# the plain scrape config, check_rules.mjs (runbook links, a firing and a silent case per alert,
+# node labels, inhibition labels, critical findings, metric names) and operator_labels.mjs (the
+# rules on the label shapes the Prometheus Operator's settings give the series).
 set -euo pipefail
 src="${EFAWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 prom="$src/deploy/prometheus"
@@ -22,3 +23,4 @@ grep -q 'static_configs' "$tmp/prometheus.yml"
 promtool check config "$tmp/prometheus.yml"
 
 node "$src/tests/deploy/checks/check_rules.mjs" "$src"
+node "$src/tests/deploy/checks/operator_labels.mjs" "$src"
