@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds every kustomization under deploy/kubernetes with `kubectl kustomize` and validates the
-# output against the Kubernetes and Prometheus Operator schemas (validate_manifests.mjs).
+# output against the Kubernetes and Prometheus Operator schemas and the deployment's promises
+# (validate_manifests.mjs; among them: the default overlay, eks, requests no EFA device), then
+# builds the kustomization docs/deploy.md tells users to write (check_deploy_docs.mjs).
 set -euo pipefail
 src="${EFAWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 here="$src/tests/deploy/checks"
@@ -27,4 +29,7 @@ while IFS= read -r k; do
   n=$((n + 1))
 done < <(find "$src/deploy/kubernetes" -name kustomization.yaml | sort)
 [ "$n" -ge 5 ] || { echo "only $n kustomizations found" >&2; exit 1; }
+# The default the README and docs/deploy.md recommend was among them, checked as the default.
+[ -s "$out/eks.yaml" ] || { echo "no default overlay deploy/kubernetes/overlays/eks" >&2; exit 1; }
 echo "$n kustomizations built and valid"
+node "$here/check_deploy_docs.mjs" "$src"

@@ -1,8 +1,10 @@
 // Validates rendered manifests (`kubectl kustomize` output) against the Kubernetes and Prometheus
 // Operator schemas (kubernetes-models), then checks what the deployment promises beyond the
 // schema: read-only host mounts, HTTP health probes, mutual TLS gRPC with roles outside
-// insecure-dev, hostPID only in host-processes, bounded resources, least-privilege RBAC, and
-// per-overlay device access.
+// insecure-dev, the runbook's in-pod and port-forward commands, hostPID only in host-processes,
+// bounded resources, least-privilege RBAC, per-overlay device access (none in the default
+// `eks`; device overlays on EFA instance types only), an image kustomize `images:` sets, and
+// the ServiceMonitor's honorLabels.
 //
 //   node validate_manifests.mjs <overlay-name> <rendered.yaml>
 //   node validate_manifests.mjs --self-test
@@ -54,6 +56,64 @@ async function schemaErrors(obj) {
   } catch (e) {
     return [`${where}: ${e.message}`];
   }
+}
+
+// The overlay docs/deploy.md and the README recommend: monitoring only, no device.
+const DEFAULT_OVERLAY = "eks";
+const DEVICE_OVERLAYS = new Set(["efa-device-plugin", "eks-efa", "host-devices"]);
+// EC2 instance types with EFA (AWS, "Supported instance types" of the EFA user guide), the ones
+// the base DaemonSet targets by type.
+const EFA_TYPES = new Set([
+  "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
+  "p6-b200.48xlarge", "g6.12xlarge", "g6.48xlarge", "g6e.12xlarge", "g6e.24xlarge",
+  "g6e.48xlarge", "trn1.32xlarge", "trn1n.32xlarge",
+]);
+// The image name kustomize `images:` entries match (docs/deploy.md, "The image").
+const IMAGE_NAME = "efawatchd";
+
+// Device overlays schedule only where the device is: every term of the required node affinity
+// (terms are ORed) limits the instance type to EFA types, so no term admits another node.
+function deviceAffinityErrors(pod) {
+  const terms = pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+    ?.nodeSelectorTerms ?? [];
+  if (!terms.length) return ["device overlay without a required node affinity"];
+  const errs = [];
+  for (const [i, t] of terms.entries()) {
+    const types = (t.matchExpressions ?? []).find(
+      (e) => e.key === "node.kubernetes.io/instance-type" && e.operator === "In");
+    if (!types) errs.push(`node affinity term ${i} does not limit the instance type`);
+    else {
+      const other = types.values.filter((v) => !EFA_TYPES.has(v));
+      if (other.length) errs.push(`node affinity term ${i} admits non-EFA types ${other.join(",")}`);
+    }
+  }
+  return errs;
+}
+
+// The runbook's commands: `kubectl exec <agent> -- efawatch status --agent 127.0.0.1:9478` with
+// the CLI's EFAWATCH_TLS_* pointing at the agent's own certificate, whose identity reads; and
+// `kubectl port-forward`, which connects to 127.0.0.1 in the pod's (the host's) network.
+function runbookCommandErrors(c, pod, overlay) {
+  const env = (name) => c.env?.find((e) => e.name === name)?.value;
+  const errs = [];
+  const listen = env("EFAWATCH_GRPC_LISTEN") ?? "127.0.0.1:9478";
+  if (!/^(:|0\.0\.0\.0:|\[::\]:)9478$/.test(listen)) {
+    errs.push(`gRPC listens on ${listen}: not on 127.0.0.1:9478, where the runbook's commands connect`);
+  }
+  if (overlay === "insecure-dev") return errs;
+  const mount = (c.volumeMounts ?? []).find((m) => m.name === "grpc-tls")?.mountPath;
+  for (const name of ["EFAWATCH_TLS_CA", "EFAWATCH_TLS_CERT", "EFAWATCH_TLS_KEY"]) {
+    if (!mount || !env(name)?.startsWith(`${mount}/`)) errs.push(`${name} not in the agent's certificate mount`);
+  }
+  if (env("EFAWATCH_TLS_SERVER_NAME") !== env("EFAWATCH_GRPC_PEER_SERVER_NAME")) {
+    errs.push("EFAWATCH_TLS_SERVER_NAME is not the agents' certificate name");
+  }
+  const readers = (env("EFAWATCH_GRPC_AUTHZ_READERS") ?? "").split(",").map((x) => x.trim());
+  const agents = (env("EFAWATCH_GRPC_AUTHZ_AGENTS") ?? "").split(",").map((x) => x.trim());
+  if (!agents.some((a) => a && readers.includes(a))) {
+    errs.push("the agent's identity is no reader: `efawatch status` inside the pod is refused");
+  }
+  return errs;
 }
 
 function agentContainer(ds) {
@@ -140,6 +200,12 @@ function policyErrors(objs, overlay) {
     }
   }
   errs.push(...grpcSecurityErrors(objs, c, pod, overlay));
+  errs.push(...runbookCommandErrors(c, pod, overlay));
+  for (const k of [...(pod.initContainers ?? []), ...pod.containers]) {
+    const [name, tag] = k.image.split(":");
+    if (k === c && name !== IMAGE_NAME) errs.push(`image ${k.image}: kustomize images name ${IMAGE_NAME} no longer matches`);
+    if (!tag || tag === "latest") errs.push(`image ${k.image}: no registry serves it; set a tag`);
+  }
   errs.push(...hostProcessErrors(objs, c, pod, overlay));
   for (const r of ["cpu", "memory"]) {
     if (!c.resources?.requests?.[r]) errs.push(`no ${r} request`);
@@ -204,6 +270,13 @@ function policyErrors(objs, overlay) {
   const sc = c.securityContext ?? {};
   const efa = c.resources?.limits?.["vpc.amazonaws.com/efa"];
   const devMount = (c.volumeMounts ?? []).some((m) => m.mountPath === "/dev/infiniband");
+  if (DEVICE_OVERLAYS.has(overlay)) errs.push(...deviceAffinityErrors(pod));
+  if (overlay === DEFAULT_OVERLAY) {
+    const requests = [...(pod.initContainers ?? []), ...pod.containers].flatMap((k) => [
+      ...Object.keys(k.resources?.requests ?? {}), ...Object.keys(k.resources?.limits ?? {})]);
+    if (requests.includes("vpc.amazonaws.com/efa")) errs.push("the default overlay requests vpc.amazonaws.com/efa");
+    if (pod.containers.some((k) => k.securityContext?.privileged)) errs.push("the default overlay is privileged");
+  }
   if (overlay === "efa-device-plugin" || overlay === "eks-efa") {
     if (String(efa) !== "1") errs.push("no vpc.amazonaws.com/efa limit of 1");
     if (!sc.capabilities?.add?.includes("IPC_LOCK")) errs.push("no IPC_LOCK for memory registration");
@@ -218,7 +291,7 @@ function policyErrors(objs, overlay) {
     if (env("EFAWATCH_MESH_DISCOVERY")) errs.push("the base must leave the ping mesh off");
     if (sc.capabilities?.drop?.[0] !== "ALL") errs.push("the base must drop all capabilities");
   }
-  if (overlay === "eks-efa" || overlay === "monitoring") {
+  if (overlay === "eks-efa" || overlay === DEFAULT_OVERLAY || overlay === "monitoring") {
     const [sm] = byKind("ServiceMonitor");
     const relabel = sm?.spec.endpoints?.[0]?.relabelings ?? [];
     if (!relabel.some((r) => r.targetLabel === "node" &&
@@ -226,6 +299,8 @@ function policyErrors(objs, overlay) {
       errs.push("ServiceMonitor does not set node from __meta_kubernetes_pod_node_name");
     }
     if (!byKind("PrometheusRule").length) errs.push("no PrometheusRule");
+    // The agent's NCCL series carry the workload's namespace/pod/container (operator_labels.mjs).
+    if (sm?.spec.endpoints?.[0]?.honorLabels !== true) errs.push("ServiceMonitor without honorLabels: true");
   }
   return errs;
 }
@@ -243,6 +318,9 @@ async function check(overlay, text) {
   for (const o of objs) errs.push(...(await schemaErrors(o)));
   if (overlay !== "monitoring") errs.push(...policyErrors(objs, overlay));
   else if (!objs.some((o) => o.kind === "ServiceMonitor")) errs.push("no ServiceMonitor");
+  else if (objs.find((o) => o.kind === "ServiceMonitor").spec.endpoints?.[0]?.honorLabels !== true) {
+    errs.push("ServiceMonitor without honorLabels: true");
+  }
   return { errs, count: objs.length };
 }
 
@@ -305,7 +383,47 @@ async function selfTest() {
       process.exit(1);
     }
   }
-  console.log("self-test: invalid objects, plaintext gRPC and misplaced hostPID rejected");
+  // Device overlays only on EFA instance types; the runbook's commands reach the agent.
+  const term = (values) => ({ matchExpressions: [
+    { key: "node.kubernetes.io/instance-type", operator: "In", values }] });
+  const aff = (...terms) => ({ affinity: { nodeAffinity: {
+    requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } });
+  if (deviceAffinityErrors(aff(term(["p5.48xlarge"]))).length) {
+    console.error("self-test: an EFA-only affinity was rejected");
+    process.exit(1);
+  }
+  for (const [what, p] of [
+    ["no affinity", {}],
+    ["a non-EFA type", aff(term(["p5.48xlarge", "g5.48xlarge"]))],
+    ["a GPU-label term", aff(term(["p5.48xlarge"]), { matchExpressions: [
+      { key: "nvidia.com/gpu.present", operator: "In", values: ["true"] }] })],
+  ]) {
+    if (!deviceAffinityErrors(p).length) {
+      console.error(`self-test: a device overlay with ${what} should have been rejected`);
+      process.exit(1);
+    }
+  }
+  const cli = (listen, readers) => ({
+    env: [["EFAWATCH_GRPC_LISTEN", listen], ["EFAWATCH_TLS_CA", "/t/ca.crt"],
+      ["EFAWATCH_TLS_CERT", "/t/tls.crt"], ["EFAWATCH_TLS_KEY", "/t/tls.key"],
+      ["EFAWATCH_TLS_SERVER_NAME", "a"], ["EFAWATCH_GRPC_PEER_SERVER_NAME", "a"],
+      ["EFAWATCH_GRPC_AUTHZ_AGENTS", "a"], ["EFAWATCH_GRPC_AUTHZ_READERS", readers]]
+      .map(([name, value]) => ({ name, value })),
+    volumeMounts: [{ name: "grpc-tls", mountPath: "/t" }],
+  });
+  if (runbookCommandErrors(cli(":9478", "r,a"), {}, "eks").length) {
+    console.error("self-test: a DaemonSet the runbook's commands reach was rejected");
+    process.exit(1);
+  }
+  for (const [what, c2] of [["gRPC on the pod IP", cli("$(EFAWATCH_POD_IP):9478", "r,a")],
+                            ["an agent identity that cannot read", cli(":9478", "r")]]) {
+    if (!runbookCommandErrors(c2, {}, "eks").length) {
+      console.error(`self-test: ${what} should have been rejected`);
+      process.exit(1);
+    }
+  }
+  console.log("self-test: invalid objects, plaintext gRPC, misplaced hostPID, device overlays " +
+    "off EFA types and agents the runbook cannot reach rejected");
 }
 
 const [arg, file] = process.argv.slice(2);
