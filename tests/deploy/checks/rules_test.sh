@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # promtool on the rules (check + unit tests), the PrometheusRule in sync with the rules file,
 # the plain scrape config, check_rules.mjs (runbook links, a firing and a silent case per alert,
-# node labels, inhibition labels, critical findings, metric names) and operator_labels.mjs (the
-# rules on the label shapes the Prometheus Operator's settings give the series).
+# node labels, inhibition labels, critical findings, metric names), operator_labels.mjs (the
+# rules on the label shapes the Prometheus Operator's settings give the series) and
+# check_sizing.mjs (docs/sizing.md's counts and drop rules).
 set -euo pipefail
 src="${EFAWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 prom="$src/deploy/prometheus"
@@ -24,3 +25,4 @@ promtool check config "$tmp/prometheus.yml"
 
 node "$src/tests/deploy/checks/check_rules.mjs" "$src"
 node "$src/tests/deploy/checks/operator_labels.mjs" "$src"
+node "$src/tests/deploy/checks/check_sizing.mjs" "$src"
