@@ -172,6 +172,12 @@ std::vector<MetricDef> BuildTable() {
        "1 when the container's NCCL inter-node traffic runs over TCP (Socket transport, or OFI "
        "on a tcp/sockets provider) instead of EFA or InfiniBand RDMA.",
        {"namespace", "pod", "container"}},
+      {M::kNcclTcpDeliberate.name(),
+       T::kGauge,
+       "1 when the container's TCP net was chosen by configuration (NCCL_IB_DISABLE=1 or "
+       "NCCL_NET=Socket in its log or launcher environment): a deliberate choice, not a fallback "
+       "to page on.",
+       {"namespace", "pod", "container"}},
       {M::kNcclLoopbackMisuse.name(),
        T::kGauge,
        "1 when NCCL bootstraps or sends over the loopback interface in a job that needs more, or "

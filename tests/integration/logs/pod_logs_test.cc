@@ -101,6 +101,8 @@ TEST(PodLogsTest, CountsEveryLineOnceThroughRotationTruncationDeletionAndSigkill
   EXPECT_EQ(Value(s, Series("efawatch_logs_lines_total", "fallback-0")), double(fallback.size()));
   EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_fallback", "fallback-0")), 1) << s;
   EXPECT_EQ(Value(s, Series("efawatch_nccl_net_plugin_missing", "fallback-0")), 1);
+  // A fallback, not a choice: nothing in the log sets NCCL_IB_DISABLE or NCCL_NET=Socket.
+  EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_deliberate", "fallback-0")), 0) << s;
   EXPECT_GE(Value(s, "efawatch_logs_rotations_total"), 1);
   AppendCri(c / "0.log", Chatter(250, 1000));
   s = agent->WaitFor([&](const std::string& x) { return Value(x, chatter_lines) == 751; });
