@@ -234,6 +234,13 @@ std::vector<MetricDef> BuildTable() {
        "JobSet, LeaderWorkerSet, Job, or the kind of the pod's top owner; for joins with the "
        "per-pod series. Removed with the pod.",
        {"namespace", "pod", "workload_kind", "workload"}},
+      {M::kKubeSignals.name(),
+       T::kCounter,
+       "Kubernetes Events (signal event) and NodeCondition patches (signal node_condition) by "
+       "result: sent; exists (an Event this pod already has, e.g. after an agent restart); "
+       "refused (403/404: no RBAC, retried after a backoff); failed (retried next round); "
+       "deferred (an Event held back by the rate limit).",
+       {"signal", "result"}},
       {M::kDoctorChecks.name(),
        T::kGauge,
        "Always 1; the status (PASS, WARN, FAIL, SKIP) of each of the node's `efawatch doctor` "

@@ -69,6 +69,7 @@ struct M {
   static constexpr Metric kNcclWarningsTotal{"efawatch_nccl_warnings_total"};
   static constexpr Metric kNcclErrorsTotal{"efawatch_nccl_errors_total"};
   static constexpr Metric kPodWorkloadInfo{"efawatch_pod_workload_info"};
+  static constexpr Metric kKubeSignals{"efawatch_kube_signals_total"};
   static constexpr Metric kDoctorChecks{"efawatch_doctor_checks"};
   static constexpr Metric kDoctorPodFailures{"efawatch_doctor_pod_failures"};
   static constexpr Metric kLogsLinesTotal{"efawatch_logs_lines_total"};
