@@ -318,7 +318,8 @@ int RunAnalyze(const std::vector<std::string>& files, const std::string& format,
     PrintText(report, out);
   }
   if (keep != nullptr) *keep = std::move(analyzer);
-  return report.MaxSeverity() == nccl::Severity::kCritical ? 1 : 0;
+  if (report.MaxSeverity() == nccl::Severity::kCritical) return kExitCritical;
+  return report.HasNcclOutput() ? 0 : kExitNoNcclOutput;
 }
 
 }  // namespace efawatch::cli

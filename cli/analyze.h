@@ -23,6 +23,12 @@ namespace efawatch::cli {
 // when exec fails, the program simply goes on.
 void ReexecWithHugePageHeap(char** argv);
 
+// Exit codes of `efawatch analyze` (README): 0 no critical finding, 1 a critical finding,
+// 2 bad usage or an unreadable file, 3 the input held no NCCL output (NCCL_DEBUG unset?): a
+// script that gates a job on the verdict must not read "nothing to say" as "OK".
+inline constexpr int kExitCritical = 1;
+inline constexpr int kExitNoNcclOutput = 3;
+
 // With `keep`, the analyzer is handed to the caller instead of being freed: a process that exits
 // right after need not free a large run's millions of small objects one by one (4% of the
 // instructions of `efawatch analyze` on bench/analyze.sh's log, measured with callgrind).

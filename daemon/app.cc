@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +22,7 @@
 #include "daemon/rpc/grpc_edge.h"
 #include "daemon/rpc/limits_collector.h"
 #include "daemon/rpc/peer_client.h"
+#include "daemon/signals/kube_signals.h"
 #include "daemon/workloads/workloads.h"
 #include "efawatch/version.h"
 #include "lib/common/findings_collector.h"
@@ -65,10 +68,26 @@ absl::StatusOr<std::unique_ptr<App>> App::Create(const Config& config, const com
 
 namespace {
 
+// "efa_admin_queue_stuck" -> "EfaAdminQueueStuck": a NodeCondition reason is CamelCase.
+std::string CamelCase(std::string_view kind) {
+  std::string out;
+  bool upper = true;
+  for (char ch : kind) {
+    if (ch == '_') {
+      upper = true;
+      continue;
+    }
+    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : ch;
+    upper = false;
+  }
+  return out;
+}
+
 logs::TailerOptions TailerOptionsFrom(const Config& c) {
   logs::TailerOptions o;
   o.pod_log_root = c.paths.pod_log_root;
   o.max_files = c.max_log_files;
+  o.history_bytes = c.log_history_bytes;
   o.globs = c.log_globs;
   o.volumes.volume_root = c.paths.pod_volume_root;
   o.volumes.debug_file_patterns = c.pod_volume_patterns;
@@ -141,12 +160,14 @@ absl::Status App::Start() {
   if (auto st = CreateGrpc(); !st.ok()) return st;
   if (auto st = CreateMesh(endpoint); !st.ok()) return st;
   CreateWorkloads();
+  CreateSignals();
   CreateDoctor();
   if (auto st = CreateMetrics(); !st.ok()) return st;
   // Background work starts once both edges are bound: a bad configuration exits before any.
   efa_->Start();
   if (mesh_) mesh_->Start();
   if (workloads_) workloads_->Start();
+  if (signals_) signals_->Start();
   doctor_->Start();
   return tailer_->Start();
 }
@@ -299,6 +320,7 @@ absl::Status App::CreateMetrics() {
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
   if (mesh_collector_) collectors.push_back(mesh_collector_.get());
   if (workloads_) collectors.push_back(workloads_.get());
+  if (signals_) collectors.push_back(signals_.get());
   collectors.push_back(doctor_.get());
   collectors.push_back(&grpc_->denial_collector());
   limits_collector_ = std::make_unique<rpc::LimitsCollector>(grpc_->counters(), memory_budget_);
@@ -395,6 +417,97 @@ void App::CreateWorkloads() {
                config_.node_name, config_.workload_interval.count());
 }
 
+void App::CreateSignals() {
+  if (!config_.kube_signals) {
+    spdlog::info("kubernetes signals: off (--kube-signals=false): no Events, no NodeConditions");
+    return;
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(config_.mesh_k8s_token_file, ec)) {
+    spdlog::info("kubernetes signals: off, no service-account token at {}",
+                 config_.mesh_k8s_token_file);
+    return;
+  }
+  kube::ApiOptions api;
+  api.api_server = config_.mesh_k8s_api;
+  api.token_file = config_.mesh_k8s_token_file;
+  api.ca_file = config_.mesh_k8s_ca_file;
+  signals::KubeSignalsOptions o;
+  o.node_name = config_.node_name;
+  const char* pod = std::getenv("EFAWATCH_POD_NAME");
+  o.reporting_instance = pod != nullptr && *pod != '\0' ? pod : "efawatchd-" + config_.node_name;
+  o.interval = config_.kube_signals_interval;
+  auto send = [api](const std::stop_token& stop, const std::string& method, const std::string& path,
+                    const std::string& content_type, const nlohmann::json& body) {
+    return kube::Send(api, stop, method, path, content_type, body);
+  };
+  signals_ = std::make_unique<signals::KubeSignals>(
+      std::move(o), [this] { return ObserveSignals(); }, std::move(send), clock_);
+  spdlog::info("kubernetes signals: Events on pods with NCCL problems, NodeConditions on node {}",
+               config_.node_name);
+}
+
+signals::Observation App::ObserveSignals() const {
+  signals::Observation out;
+  const auto findings = findings_.Snapshot();
+  auto finding_text = [&](const std::string& subject, const std::string& kind) {
+    for (const common::Finding& f : *findings) {
+      if (f.subject != subject || f.kind != kind) continue;
+      std::string text = f.message;
+      if (!f.evidence.empty()) {
+        absl::StrAppend(&text, " (", f.evidence.source,
+                        f.evidence.line > 0 ? absl::StrCat(":", f.evidence.line) : "", ": ",
+                        f.evidence.text, ")");
+      }
+      return text;
+    }
+    return std::string();
+  };
+  if (pods_) {
+    for (const auto& v : pods_->Verdicts()) {
+      // An Event needs the pod's uid (kubectl describe selects on it): container logs have it.
+      if (v.gone || v.nccl_lines == 0 || v.source.uid.empty()) continue;
+      const std::string subject = v.source.PodKey() + "/" + v.source.container;
+      // A TCP net the job chose (NCCL_IB_DISABLE=1, NCCL_NET=Socket) is not news to its owner.
+      for (auto [on, kind] :
+           {std::pair{v.nccl.tcp_fallback && !v.nccl.tcp_deliberate, "tcp_fallback"},
+            {v.nccl.loopback_misuse, "loopback_misuse"},
+            {v.nccl.net_plugin_missing, "net_plugin_missing"}}) {
+        if (!on) continue;
+        out.pods.push_back({v.source.namespace_name, v.source.pod, v.source.uid, v.source.container,
+                            kind, finding_text(subject, kind)});
+      }
+    }
+  }
+  // Node conditions: only those this node can judge (EFA present or expected; a mesh running).
+  auto condition = [&](const char* type, std::initializer_list<const char*> kinds,
+                       const char* ok_reason, const char* ok_message) {
+    signals::NodeCondition c{type, true, ok_reason, ok_message};
+    std::string messages;
+    for (const common::Finding& f : *findings) {
+      if (f.severity != common::Severity::kCritical ||
+          std::find(kinds.begin(), kinds.end(), f.kind) == kinds.end()) {
+        continue;
+      }
+      if (c.ok) c.reason = CamelCase(f.kind);
+      c.ok = false;
+      absl::StrAppend(&messages, messages.empty() ? "" : "; ", f.kind, " ", f.subject, ": ",
+                      f.message);
+    }
+    if (!c.ok) c.message = messages;
+    return c;
+  };
+  const signals::NodeCondition efa =
+      condition("EfaHealthy", {"efa_admin_queue_stuck", "efa_device_gone", "efa_devices_missing"},
+                "EfaDevicesHealthy", "efawatch sees no EFA device fault");
+  if ((efa_ && efa_->efa_devices() > 0) || !efa.ok) out.conditions.push_back(efa);
+  if (mesh_) {
+    out.conditions.push_back(condition("FabricReachable", {"mesh_self_suspect"}, "MeshPeersAnswer",
+                                       "this node's fabric ping mesh peers answer"));
+  }
+  return out;
+}
+
 void App::CreateDoctor() {
   doctor::DoctorRunnerOptions o;
   o.sysfs = config_.paths.sysfs;
@@ -415,6 +528,8 @@ void App::Stop() {
   if (mesh_) mesh_->Stop();
   // Its listing in flight is cancelled (the collector keeps answering from the last table).
   if (workloads_) workloads_->Stop();
+  // Its request in flight is cancelled; Events not yet posted are posted by the next agent.
+  if (signals_) signals_->Stop();
   // A doctor run in progress finishes (a few file reads); waiting RunDoctor calls get UNAVAILABLE.
   if (doctor_) doctor_->Stop();
   // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once, so

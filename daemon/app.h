@@ -48,6 +48,10 @@ struct PeerTls;
 namespace workloads {
 class WorkloadWatcher;
 }  // namespace workloads
+namespace signals {
+class KubeSignals;
+struct Observation;
+}  // namespace signals
 namespace doctor {
 class DoctorRunner;
 }  // namespace doctor
@@ -110,6 +114,9 @@ class App final : public rpc::AgentHandler {
   // Builds the fleet ping mesh when a discovery is configured (not started).
   absl::Status CreateMesh(const fabric::EndpointOptions& endpoint);
   void CreateWorkloads();  // sets workloads_ when --workload-identity is on and a token exists
+  void CreateSignals();    // sets signals_ when --kube-signals is on and a token exists
+  // The pods' NCCL problems and the node's conditions now, for Events and NodeConditions.
+  signals::Observation ObserveSignals() const;
   void CreateDoctor();
 
   const Config config_;
@@ -136,6 +143,7 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<mesh::MeshCollector> mesh_collector_;
   std::unique_ptr<workloads::WorkloadWatcher> workloads_;  // Null when workload identity is off.
   std::unique_ptr<doctor::DoctorRunner> doctor_;
+  std::unique_ptr<signals::KubeSignals> signals_;           // Null when Kubernetes signals are off.
   std::unique_ptr<rpc::LimitsCollector> limits_collector_;  // Reads grpc_'s counters.
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;

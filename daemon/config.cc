@@ -343,6 +343,16 @@ const std::vector<Option>& Options() {
          c.memory_budget = *n;
          return absl::OkStatus();
        }},
+      {"log-history-bytes", false,
+       "On first sight of a container (a fresh agent, or its state lost), read this much of the "
+       "current run's rotated logs (N.log.<time>, .gz) first, oldest first, so a job that "
+       "started long ago still gets its verdict (bytes, or with Ki, Mi, Gi; 0: off).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         auto n = ParseBytes(v);
+         if (!n.ok()) return Bad("log-history-bytes", v, "must be a byte count such as 64Mi");
+         c.log_history_bytes = *n;
+         return absl::OkStatus();
+       }},
       {"max-watch-streams", false,
        "Most WatchFindings streams open at once; more get RESOURCE_EXHAUSTED.",
        Unsigned(&Config::max_watch_streams, "max-watch-streams", 1, 4096)},
@@ -391,6 +401,14 @@ const std::vector<Option>& Options() {
        Bool(&Config::workload_identity, "workload-identity")},
       {"workload-interval-ms", false, "Time between listings of this node's pods.",
        Millis(&Config::workload_interval, "workload-interval-ms", 1000, 3600000)},
+      {"kube-signals", true,
+       "Post a Kubernetes Event on each pod whose NCCL log shows TCP fallback, loopback misuse or "
+       "a missing net plugin, and patch the node's EfaHealthy / FabricReachable conditions "
+       "(needs the efawatch-kube-signals ClusterRole; off outside a pod).",
+       Bool(&Config::kube_signals, "kube-signals")},
+      {"kube-signals-interval-ms", false,
+       "Time between looks at the findings for new Events and changed NodeConditions.",
+       Millis(&Config::kube_signals_interval, "kube-signals-interval-ms", 100, 3600000)},
       {"doctor-interval-ms", false,
        "Time between the agent's doctor runs (the node's checks and, with hostPID, every NCCL "
        "process's); 0: at start and on demand (RunDoctor) only.",

@@ -63,7 +63,8 @@ struct Config {
   // The shipped DaemonSet limits the pod to 256 MiB; the idle agent uses about 40 (responder
   // buffers, analyzers, tailer; docs/limits.md), so 96 MiB for requests leaves headroom.
   uint64_t memory_budget = 96u << 20;
-  std::vector<std::string> log_globs;  // NCCL_DEBUG_FILE outputs, docker json logs
+  uint64_t log_history_bytes = 64ull << 20;  // per container on first sight (daemon/logs/tailer)
+  std::vector<std::string> log_globs;        // NCCL_DEBUG_FILE outputs, docker json logs
   // NCCL_DEBUG_FILE outputs in pod volumes, by file name (logs::PodVolumeOptions).
   std::vector<std::string> pod_volume_patterns = {"nccl*.log", "nccl.*.*", "*.nccl"};
   unsigned max_log_files_per_pod = 256;  // logs::PodVolumeOptions says why
@@ -84,6 +85,9 @@ struct Config {
   // (connection: the mesh-k8s-api, -token-file and -ca-file settings).
   bool workload_identity = false;
   std::chrono::milliseconds workload_interval{30000};
+  // Kubernetes Events and NodeConditions (daemon/signals), through the same API connection.
+  bool kube_signals = true;
+  std::chrono::milliseconds kube_signals_interval{5000};
   std::chrono::milliseconds doctor_interval{3600 * 1000};  // daemon/doctor; hourly
   std::string mesh_group;                                  // this node's topology group
   unsigned mesh_fanout = 8;

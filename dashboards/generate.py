@@ -4,10 +4,15 @@
     dashboards/generate.py           rewrite the JSON files
     dashboards/generate.py --check   exit 1 if a committed file differs from what this writes
 
-Every dashboard is templated by datasource, cluster, node and namespace. Queries use only
-metrics from docs/metrics.md and recording rules from deploy/prometheus/efawatch-rules.yml;
-tests/deploy/checks/check_dashboards.py checks that, and tests/e2e/prometheus runs every query
-against a real Prometheus scraping a real agent.
+Every dashboard is templated by datasource, cluster, node, namespace, workload and pod, and every
+query filters by each of them whose label its metric has, inside the selector (so rate() and sum()
+run on the selected series only). Per-pod metrics have no workload label: they are joined on the
+pods of $workload (see pods_in_workload).
+Queries use only metrics from docs/metrics.md and recording rules from
+deploy/prometheus/efawatch-rules.yml. tests/deploy/checks/check_dashboards.py checks that and the
+rest of the house rules (thresholds on every stat, named table columns, legends, top-k on the
+fleet view, links that carry variables); tests/e2e/prometheus runs every query against a real
+Prometheus scraping a real agent.
 """
 import json
 import pathlib
@@ -15,38 +20,125 @@ import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 DS = {"type": "prometheus", "uid": "${datasource}"}
+FLEET_UID, NODE_UID, JOB_UID = "efawatch-fleet", "efawatch-node", "efawatch-job"
+
 SEL = 'cluster=~"$cluster"'
 NODE_SEL = 'cluster=~"$cluster", node=~"$node"'
-NS_SEL = 'cluster=~"$cluster", namespace=~"$namespace"'
-NODE_NS_SEL = 'cluster=~"$cluster", node=~"$node", namespace=~"$namespace"'
+# Per-container series (namespace, pod, container).
+POD_SEL = 'cluster=~"$cluster", node=~"$node", namespace=~"$namespace", pod=~"$pod"'
+POD_BY = "cluster, node, namespace, pod"
+CONTAINER_BY = "cluster, node, namespace, pod, container"
 # The job view's communicators, by workload (efawatch:nccl_communicator_workload:info: the pod's
 # workload from efawatch_pod_workload_info, else the communicator itself).
-JOB_SEL = 'cluster=~"$cluster", namespace=~"$namespace", workload=~"$workload"'
-COMMS = f"efawatch:nccl_communicator_workload:info{{{JOB_SEL}}}"
-COMMS_TCP = f'efawatch:nccl_communicator_workload:info{{{JOB_SEL}, net="tcp"}}'
+COMMS = (
+    'efawatch:nccl_communicator_workload:info{cluster=~"$cluster", node=~"$node", '
+    'namespace=~"$namespace", pod=~"$pod", workload=~"$workload"}'
+)
+COMMS_TCP = COMMS[:-1] + ', net="tcp"}'
+MULTINODE = f"efawatch:nccl_communicator_multinode:count{{{SEL}}}"
 
 
-def variables(node_multi=True):
-    def query_var(name, query, multi=True, include_all=True):
-        v = {
-            "name": name,
-            "label": name,
-            "type": "query",
-            "datasource": DS,
-            "query": {"query": query, "refId": name},
-            "definition": query,
-            "refresh": 2,
-            "sort": 1,
-            "multi": multi,
-            "includeAll": include_all,
-            "current": {},
-        }
-        # With "All", match any value, including series without the label (a Prometheus
-        # that adds no cluster label).
-        if include_all:
-            v["allValue"] = ".*"
-        return v
+def pods_in_workload(job_view):
+    """One series per pod (POD_BY labels) that belongs to $workload, or to any workload or none
+    when $workload is "All" (.*). A pod's workload: efawatch_pod_workload_info; in the job view
+    also its communicators' (efawatch:nccl_communicator_workload:info, where a communicator
+    stands in for the job of a pod without a workload series); else "" (the agent does not read
+    the Kubernetes API, or has not listed the pod yet), which only "All" matches.
 
+    label_replace adds keep="1" where the workload label matches the (anchored) $workload regex
+    and leaves other series unchanged; `and on (keep)` then keeps only the marked ones."""
+    pods = []
+    if job_view:
+        pods.append(f"max by ({POD_BY}, workload) "
+                    f"(efawatch:nccl_communicator_workload:info{{{POD_SEL}}})")
+    pods.append(f"max by ({POD_BY}, workload) (efawatch_pod_workload_info{{{POD_SEL}}})")
+    pods.append(f"max by ({POD_BY}) (efawatch_logs_lines_total{{{POD_SEL}}})")
+    return (
+        f'label_replace({f" or on ({POD_BY}) ".join(pods)}, "keep", "1", "workload", '
+        '"$workload") and on (keep) label_replace(vector(1), "keep", "1", "", "")'
+    )
+
+
+def in_workload(expr):
+    """`expr` (per-pod series) for the pods of $workload only (fleet and node views)."""
+    return f"({expr}) and on ({POD_BY}) ({pods_in_workload(False)})"
+
+
+def in_job_workload(expr):
+    """in_workload for the job view, whose $workload may be a communicator."""
+    return f"({expr}) and on ({POD_BY}) ({pods_in_workload(True)})"
+
+
+def not_deliberate(expr):
+    """`expr` (per-container series) without containers whose TCP net was chosen by configuration
+    (efawatch_nccl_tcp_deliberate): those are on the fleet table, not in the fallback counts."""
+    return f"({expr}) unless on ({CONTAINER_BY}) (efawatch_nccl_tcp_deliberate{{{POD_SEL}}} == 1)"
+
+
+def top_pods(k, metric, fn=None, within=None):
+    """The k pods with the highest sum of a per-container metric (fn: rate or increase for a
+    counter), after every filter (within: in_workload or in_job_workload)."""
+    inner = f"{metric}{{{POD_SEL}}}"
+    if fn:
+        inner = f"{fn}({inner}[$__rate_interval])"
+    return f"topk({k}, sum by (namespace, pod) ({(within or in_workload)(inner)}))"
+
+
+# Every view has these variables; a link carries each (the row's value, else the current one).
+FILTER_VARS = ("cluster", "node", "namespace", "workload", "pod")
+
+
+def data_link(title, uid, **params):
+    """A link from a table cell to another efawatch dashboard, with this one's datasource, time
+    range and variables; params: variable -> the row's column (`${__data.fields.<column>}`) whose
+    value replaces the current one."""
+    query = ["${datasource:queryparam}"]
+    for v in FILTER_VARS:
+        if v in params:
+            query.append(f"var-{v}=${{__data.fields.{params[v]}}}")
+        else:
+            query.append(f"${{{v}:queryparam}}")
+    query.append("${__url_time_range}")
+    return {"title": title, "url": f"/d/{uid}?" + "&".join(query)}
+
+
+def node_link(**extra):
+    return data_link("Node detail: ${__data.fields.node}", NODE_UID, node="node", **extra)
+
+
+def job_link_pod():
+    return data_link("Job view: ${__data.fields.namespace}/${__data.fields.pod}", JOB_UID,
+                     namespace="namespace", pod="pod")
+
+
+def job_link_workload():
+    return data_link("Job view: ${__data.fields.namespace}/${__data.fields.workload}", JOB_UID,
+                     namespace="namespace", workload="workload")
+
+
+def query_var(name, query, multi=True, include_all=True, all_value=".*"):
+    v = {
+        "name": name,
+        "label": name,
+        "type": "query",
+        "datasource": DS,
+        "query": {"query": query, "refId": name},
+        "definition": query,
+        "refresh": 2,
+        "sort": 1,
+        "multi": multi,
+        "includeAll": include_all,
+        "current": {},
+    }
+    # With "All" and ".*", match any value, including series without the label (a Prometheus that
+    # adds no cluster label). Without an allValue, "All" is the list of the variable's values.
+    if include_all and all_value is not None:
+        v["allValue"] = all_value
+    return v
+
+
+def variables(view):
+    """The variables of the fleet, node or job view, each after those its query uses."""
     out = [
         {
             "name": "datasource",
@@ -57,17 +149,60 @@ def variables(node_multi=True):
             "hide": 0,
         },
         query_var("cluster", "label_values(efawatch_build_info, cluster)"),
-        query_var(
-            "node",
-            'label_values(efawatch_build_info{cluster=~"$cluster"}, node)',
-            multi=node_multi,
-            include_all=node_multi,
-        ),
     ]
+    nodes = 'label_values(efawatch_build_info{cluster=~"$cluster"}, node)'
+    if view == "fleet":
+        out.append(query_var("node", nodes))
+    elif view == "node":
+        out.append(query_var("node", nodes, multi=False, include_all=False))
+    ns_sel = SEL if view != "node" else NODE_SEL
     out.append(
-        query_var("namespace", 'label_values(efawatch_nccl_info{cluster=~"$cluster"}, namespace)')
+        query_var("namespace", f"label_values(efawatch_nccl_info{{{ns_sel}}}, namespace)")
     )
+    if view == "job":
+        # The job's workloads, communicators standing in for jobs without one.
+        out.append(query_var(
+            "workload",
+            'label_values(efawatch:nccl_communicator_workload:info{cluster=~"$cluster", '
+            'namespace=~"$namespace"}, workload)',
+        ))
+    else:
+        out.append(query_var(
+            "workload",
+            f'label_values(efawatch_pod_workload_info{{{ns_sel}, namespace=~"$namespace"}}, '
+            "workload)",
+        ))
+    out.append(query_var(
+        "pod", f'label_values(efawatch_nccl_info{{{ns_sel}, namespace=~"$namespace"}}, pod)'
+    ))
+    if view == "job":
+        # The nodes of the job's pods; "All" is that list (no allValue), so the per-node EFA
+        # panels rate the devices of these nodes only, not of the whole fleet.
+        out.append(query_var(
+            "node",
+            'label_values(efawatch_nccl_info{cluster=~"$cluster", namespace=~"$namespace", '
+            'pod=~"$pod"}, node)',
+            all_value=None,
+        ))
     return out
+
+
+GREEN, RED, ORANGE, TEXT = "green", "red", "orange", "text"
+
+
+def steps(*pairs):
+    """Threshold steps: (colour, from value), the first from -inf."""
+    return {
+        "mode": "absolute",
+        "steps": [{"color": c, "value": None if i == 0 else v} for i, (c, v) in enumerate(pairs)],
+    }
+
+
+# Stat colours by what the number means.
+BAD_IF_ANY = steps((GREEN, None), (RED, 1))         # a count of broken things
+WARN_IF_ANY = steps((GREEN, None), (ORANGE, 1))     # a count of degraded things
+BAD_IF_NONE = steps((RED, None), (GREEN, 1))        # a count of working things
+NEUTRAL = steps((TEXT, None))                       # a size, neither good nor bad
 
 
 class Board:
@@ -102,9 +237,7 @@ class Board:
         )
         self.y += 1
 
-    def panel(self, kind, title, targets, w=12, h=8, unit=None, description="", instant=False,
-              legend=None):
-        targets = [targets] if isinstance(targets, str) else targets
+    def _panel(self, kind, title, w, h, description):
         p = {
             "type": kind,
             "title": title,
@@ -116,23 +249,93 @@ class Board:
             "fieldConfig": {"defaults": {}, "overrides": []},
             "options": {},
         }
+        self.panels.append(p)
+        return p
+
+    @staticmethod
+    def _target(p, expr, **extra):
+        t = {"refId": chr(ord("A") + len(p["targets"])), "datasource": DS, "expr": expr}
+        t.update(extra)
+        p["targets"].append(t)
+
+    def stat(self, title, expr, thresholds, w=4, h=4, unit=None, description=""):
+        p = self._panel("stat", title, w, h, description)
+        p["fieldConfig"]["defaults"] = {"color": {"mode": "thresholds"}, "thresholds": thresholds}
         if unit:
             p["fieldConfig"]["defaults"]["unit"] = unit
-        if kind == "table":
-            p["transformations"] = [{"id": "merge", "options": {}}]
-        for i, expr in enumerate(targets):
-            t = {"refId": chr(ord("A") + i), "datasource": DS, "expr": expr}
-            if kind in ("table", "stat"):
-                t["instant"] = True
-                t["range"] = False
-                if kind == "table":
-                    t["format"] = "table"
-            elif instant:
-                t["instant"] = True
-            if legend and kind == "timeseries":
-                t["legendFormat"] = legend
-            p["targets"].append(t)
-        self.panels.append(p)
+        p["options"] = {
+            # Neutral sizes colour their number; alarms their background.
+            "colorMode": "value" if thresholds["steps"][0]["color"] == TEXT else "background",
+            "graphMode": "none",
+            "justifyMode": "auto",
+            "textMode": "value",
+            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+        }
+        self._target(p, expr, instant=True, range=False)
+
+    def table(self, title, targets, columns=None, w=12, h=8, links=None, mappings=None,
+              units=None, description="", sort=None):
+        # sort: (header, descending)
+        """targets: (expr, header of its value column, or None to hide it). columns: field ->
+        header, in display order; a field is a label, or "Value" (one query) / "Value #<refId>"
+        (several, merged). Label columns not named keep their name after the named ones; Time is
+        hidden. links, mappings, units: field -> data links, value mappings, unit of its cells."""
+        p = self._panel("table", title, w, h, description)
+        rename, exclude = {}, {"Time": True}
+        multi = len(targets) > 1
+        for expr, header in targets:
+            self._target(p, expr, instant=True, range=False, format="table")
+            # Grafana names the value column "Value", or "Value #<refId>" when several queries
+            # are merged into one table: never a header anyone should read.
+            value_col = "Value #" + p["targets"][-1]["refId"] if multi else "Value"
+            if header:
+                rename[value_col] = header
+            else:
+                exclude[value_col] = True
+        columns = columns or {}
+        rename.update({f: h for f, h in columns.items() if f not in exclude})
+        index = {f: i for i, f in enumerate(columns)}
+        p["transformations"] = ([{"id": "merge", "options": {}}] if multi else []) + [
+            {
+                "id": "organize",
+                "options": {"excludeByName": exclude, "renameByName": rename, "indexByName": index},
+            }
+        ]
+
+        def override(field, *properties):
+            p["fieldConfig"]["overrides"].append({
+                "matcher": {"id": "byName", "options": rename.get(field, field)},
+                "properties": list(properties),
+            })
+
+        for field, ls in (links or {}).items():
+            override(field, {"id": "links", "value": ls})
+        for field, m in (mappings or {}).items():
+            override(field, {"id": "mappings", "value": m},
+                     {"id": "custom.cellOptions", "value": {"type": "color-text"}})
+        for field, unit in (units or {}).items():
+            override(field, {"id": "unit", "value": unit})
+        p["options"] = {"showHeader": True, "cellHeight": "sm"}
+        if sort:
+            p["options"]["sortBy"] = [{"displayName": sort[0], "desc": sort[1]}]
+
+    def timeseries(self, title, targets, w=12, h=8, unit=None, description="", negative=()):
+        """targets: (expr, legend). negative: refIds drawn below the axis (receive under
+        transmit)."""
+        p = self._panel("timeseries", title, w, h, description)
+        if unit:
+            p["fieldConfig"]["defaults"]["unit"] = unit
+        for expr, legend in targets:
+            self._target(p, expr, legendFormat=legend)
+        for ref in negative:
+            p["fieldConfig"]["overrides"].append({
+                "matcher": {"id": "byFrameRefID", "options": ref},
+                "properties": [{"id": "custom.transform", "value": "negative-Y"}],
+            })
+        p["options"] = {
+            "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+            "tooltip": {"mode": "multi", "sort": "desc"},
+        }
 
     def json(self, variables_):
         return {
@@ -163,477 +366,612 @@ class Board:
                     }
                 ]
             },
+            # The other efawatch dashboards, with this one's variables and time range.
             "links": [
-                {"title": "efawatch", "type": "dashboards", "tags": ["efawatch"], "asDropdown": True}
+                {
+                    "title": "efawatch",
+                    "type": "dashboards",
+                    "tags": ["efawatch"],
+                    "asDropdown": True,
+                    "includeVars": True,
+                    "keepTime": True,
+                }
             ],
             "panels": self.panels,
         }
 
 
+YES_NO = [{"type": "value", "options": {
+    "0": {"text": "no", "color": "green", "index": 0},
+    "1": {"text": "yes", "color": "red", "index": 1},
+}}]
+UP_DOWN = [{"type": "value", "options": {
+    "0": {"text": "down", "color": "red", "index": 0},
+    "1": {"text": "up", "color": "green", "index": 1},
+}}]
+VERDICTS = [{"type": "value", "options": {
+    "tcp fallback": {"color": "red", "index": 0},
+    "loopback": {"color": "red", "index": 1},
+    "suspected": {"color": "orange", "index": 2},
+    "deliberate": {"color": "blue", "index": 3},
+}}]
+
+
+def on_tcp_now():
+    """The fleet view's first panel: one row per container and verdict, with the pod's workload.
+
+      tcp fallback  efawatch_nccl_tcp_fallback, the job proven to span nodes: by the container's
+                    own log (efawatch_nccl_info{nodes="proven_multi"}) or by the fleet (another
+                    node's agent saw the same communicator: efawatch:nccl_tcp_fallback_fleet_proven)
+      suspected     efawatch_nccl_tcp_fallback, the node count not proven
+      deliberate    efawatch_nccl_tcp_fallback with efawatch_nccl_tcp_deliberate (NCCL_IB_DISABLE=1,
+                    NCCL_NET=Socket): chosen, not fallen back to
+      loopback      efawatch_nccl_loopback_misuse
+
+    The value is "since": the first time in the dashboard's time range (at 5 m resolution) that
+    the container was on TCP (for the first three) or on loopback, in ms for Grafana's date
+    units. A container that left TCP and came back shows its first time. The evidence line is not
+    a metric: the evidence column names the node whose `efawatch status` shows it and links to
+    the node view.
+    """
+    tcp = f"efawatch_nccl_tcp_fallback{{{POD_SEL}}} == 1"
+    loopback = f"efawatch_nccl_loopback_misuse{{{POD_SEL}}} == 1"
+    proven = (
+        f'max by ({CONTAINER_BY}) (efawatch_nccl_info{{{POD_SEL}, nodes="proven_multi"}}) '
+        f"or efawatch:nccl_tcp_fallback_fleet_proven:max{{{POD_SEL}}}"
+    )
+    deliberate = f"efawatch_nccl_tcp_deliberate{{{POD_SEL}}} == 1"
+    chosen = f"max by ({CONTAINER_BY}) ({tcp}) and on ({CONTAINER_BY}) ({deliberate})"
+    fallen = f"max by ({CONTAINER_BY}) ({tcp}) unless on ({CONTAINER_BY}) ({deliberate})"
+
+    def verdict(expr, name):
+        return f'label_replace({expr}, "verdict", "{name}", "", "")'
+
+    def since(cond):
+        # The subquery's steps fall on multiples of 5 m: a container on TCP since after the last
+        # one is not in it yet, and is on TCP since now.
+        return (
+            f"1000 * (min by ({CONTAINER_BY}) (min_over_time(timestamp({cond})[$__range:5m])) "
+            f"or max by ({CONTAINER_BY}) (timestamp({cond})))"
+        )
+
+    tcp_rows = " or ".join([
+        verdict(f"({fallen}) and on ({CONTAINER_BY}) ({proven})", "tcp fallback"),
+        verdict(f"({fallen}) unless on ({CONTAINER_BY}) ({proven})", "suspected"),
+        verdict(chosen, "deliberate"),
+    ])
+    # group_left (): the rows keep their verdict label (a plain one-to-one `on` would drop it).
+    rows = (
+        f"({tcp_rows}) * on ({CONTAINER_BY}) group_left () ({since(tcp)}) "
+        f"or {verdict(f'max by ({CONTAINER_BY}) ({loopback})', 'loopback')} "
+        f"* on ({CONTAINER_BY}) group_left () ({since(loopback)})"
+    )
+    # Left join: the pod's workload, or no workload labels for a pod without a workload series.
+    workload = (
+        f"max by ({POD_BY}, workload_kind, workload) "
+        f"(efawatch_pod_workload_info{{{POD_SEL}}}) "
+        f"or on ({POD_BY}) max by ({POD_BY}) (efawatch_nccl_info{{{POD_SEL}}})"
+    )
+    joined = in_workload(f"({rows}) * on ({POD_BY}) group_left (workload_kind, workload) "
+                         f"({workload})")
+    return f'label_replace({joined}, "evidence", "efawatch status on $1", "node", "(.+)")'
+
+
 def fleet():
     b = Board(
-        "efawatch-fleet",
+        FLEET_UID,
         "efawatch / Fleet overview",
-        "Which GPU nodes are off the fast fabric: NCCL TCP fallback, loopback misuse, EFA errors, "
-        "missing devices, ping mesh loss, agents down.",
+        "Which pods are off the fast fabric now (NCCL over TCP or loopback), then the nodes: EFA "
+        "errors, missing devices, ping mesh loss, agents down.",
     )
-    b.row("Now")
-    b.panel("stat", "Agents up", f'sum(up{{job="efawatch", {SEL}}})', w=4, h=4)
-    b.panel("stat", "Agents down", f'count(up{{job="efawatch", {SEL}}} == 0) or vector(0)', w=4, h=4)
-    b.panel(
-        "stat",
+    b.row("Pods off the fast fabric")
+    b.table(
+        "On TCP / loopback now",
+        [(on_tcp_now(), "since")],
+        columns={"workload": "workload", "workload_kind": "kind", "namespace": "namespace",
+                 "pod": "pod", "container": "container", "node": "node", "verdict": "verdict",
+                 "Value": "since", "evidence": "evidence", "cluster": "cluster"},
+        w=24,
+        h=9,
+        links={
+            "workload": [job_link_workload()],
+            "pod": [job_link_pod()],
+            "node": [node_link()],
+            "evidence": [node_link(namespace="namespace", pod="pod")],
+        },
+        mappings={"verdict": VERDICTS},
+        units={"Value": "dateTimeFromNow"},
+        sort=("since", True),  # the newest first
+        description="Containers whose NCCL runs over TCP or the loopback interface now. verdict: "
+        "tcp fallback (the job spans nodes: certain), suspected (TCP selected, the node count "
+        "not proven), deliberate (TCP chosen by configuration: NCCL_IB_DISABLE=1 or "
+        "NCCL_NET=Socket), loopback. since: first seen on TCP (or loopback) in the time range. "
+        "evidence: `efawatch status` on the node shows the log line (the link opens the node "
+        "view).",
+    )
+    b.row("Fleet now")
+    b.stat("Agents up", f'sum(up{{job="efawatch", {NODE_SEL}}}) or vector(0)', BAD_IF_NONE)
+    b.stat("Agents down", f'count(up{{job="efawatch", {NODE_SEL}}} == 0) or vector(0)', BAD_IF_ANY)
+    b.stat(
         "Nodes with NCCL TCP fallback",
-        f"count(efawatch:nccl_tcp_fallback_containers:sum{{{SEL}}} > 0) or vector(0)",
-        w=4,
-        h=4,
+        f"count(count by (cluster, node) ("
+        + in_workload(not_deliberate(f"efawatch_nccl_tcp_fallback{{{POD_SEL}}} == 1"))
+        + ")) or vector(0)",
+        BAD_IF_ANY,
+        description="Nodes with a container on TCP (certain or suspected), not counting TCP "
+        "chosen by configuration.",
     )
-    b.panel(
-        "stat",
+    b.stat(
         "Nodes with loopback misuse",
-        f"count(efawatch:nccl_loopback_misuse_containers:sum{{{SEL}}} > 0) or vector(0)",
-        w=4,
-        h=4,
+        "count(count by (cluster, node) ("
+        + in_workload(f"efawatch_nccl_loopback_misuse{{{POD_SEL}}} == 1")
+        + ")) or vector(0)",
+        BAD_IF_ANY,
     )
-    b.panel(
-        "stat",
+    b.stat(
         "Nodes with EFA errors (15m)",
-        f"count(sum by (cluster, node) (efawatch:efa_errors:increase15m{{{SEL}}}) > 0) or vector(0)",
-        w=4,
-        h=4,
+        f"count(sum by (cluster, node) (efawatch:efa_errors:increase15m{{{NODE_SEL}}})) "
+        "or vector(0)",
+        BAD_IF_ANY,
     )
-    b.panel(
-        "stat",
+    b.stat(
         "Nodes missing EFA devices",
-        f"count(max by (cluster, node) (efawatch_efa_devices_expected{{{SEL}}} - efawatch_efa_devices{{{SEL}}}) > 0)"
-        " or vector(0)",
-        w=4,
-        h=4,
+        f"count(max by (cluster, node) (efawatch_efa_devices_expected{{{NODE_SEL}}} - "
+        f"efawatch_efa_devices{{{NODE_SEL}}}) > 0) or vector(0)",
+        BAD_IF_ANY,
     )
     b.row("Nodes")
-    b.panel(
-        "table",
+    b.table(
         "Nodes with findings",
-        f"sum by (cluster, node, kind, severity) (efawatch_findings{{{SEL}}} > 0)",
-        w=12,
+        [(f"sum by (cluster, node, kind, severity) (efawatch_findings{{{NODE_SEL}}} > 0)",
+          "findings")],
+        columns={"node": "node", "kind": "kind", "severity": "severity"},
+        links={"node": [node_link()]},
         description="Current findings per node (self-clearing); `efawatch status` on the node "
         "shows their evidence.",
     )
-    b.panel(
-        "table",
+    b.table(
         "Agents",
         [
-            f"max by (cluster, node, version, revision) (efawatch_build_info{{{SEL}}})",
-            f'max by (cluster, node) (up{{job="efawatch", {SEL}}})',
+            (f"max by (cluster, node, version, revision) (efawatch_build_info{{{NODE_SEL}}})",
+             None),
+            (f'max by (cluster, node) (up{{job="efawatch", {NODE_SEL}}})', "scrape"),
         ],
-        w=12,
+        columns={"node": "node", "version": "version", "revision": "revision",
+                 "Value #B": "scrape"},
+        links={"node": [node_link()]},
+        mappings={"Value #B": UP_DOWN},
     )
-    b.panel(
-        "timeseries",
-        "Containers on NCCL TCP fallback, by node",
-        f"efawatch:nccl_tcp_fallback_containers:sum{{{SEL}}}",
-        legend="{{node}}",
+    b.timeseries(
+        "Containers on NCCL TCP fallback, top 10 nodes",
+        [("topk(10, sum by (cluster, node) ("
+          + in_workload(not_deliberate(f"efawatch_nccl_tcp_fallback{{{POD_SEL}}} == 1"))
+          + "))", "{{node}}")],
     )
-    b.panel(
-        "timeseries",
-        "Containers with loopback misuse, by node",
-        f"efawatch:nccl_loopback_misuse_containers:sum{{{SEL}}}",
-        legend="{{node}}",
+    b.timeseries(
+        "Containers with loopback misuse, top 10 nodes",
+        [("topk(10, sum by (cluster, node) ("
+          + in_workload(f"efawatch_nccl_loopback_misuse{{{POD_SEL}}} == 1")
+          + "))", "{{node}}")],
     )
-    b.panel(
-        "timeseries",
-        "EFA errors and SRD events (15m increase), by node",
-        f"sum by (node) (efawatch:efa_errors:increase15m{{{SEL}}})",
-        legend="{{node}}",
+    b.timeseries(
+        "EFA errors and SRD events (15m increase), top 10 nodes",
+        [(f"topk(10, sum by (cluster, node) (efawatch:efa_errors:increase15m{{{NODE_SEL}}}))",
+          "{{node}}")],
     )
-    b.panel(
-        "timeseries",
-        "EFA devices missing, by node",
-        f"max by (node) (efawatch_efa_devices_expected{{{SEL}}} - efawatch_efa_devices{{{SEL}}})",
-        legend="{{node}}",
+    b.timeseries(
+        "EFA devices missing, top 10 nodes",
+        [(f"topk(10, max by (cluster, node) (efawatch_efa_devices_expected{{{NODE_SEL}}} - "
+          f"efawatch_efa_devices{{{NODE_SEL}}}) > 0)", "{{node}}")],
     )
     b.row("Fabric")
-    b.panel(
-        "timeseries",
-        "Ping mesh: worst loss per pinging node",
-        f"max by (node) (efawatch:mesh_peer_loss_ratio:5m{{{SEL}}})",
+    b.timeseries(
+        "Ping mesh: worst loss per pinging node, top 10",
+        [(f"topk(10, max by (cluster, node) (efawatch:mesh_peer_loss_ratio:5m{{{NODE_SEL}}}))",
+          "{{node}}")],
         unit="percentunit",
-        legend="{{node}}",
     )
-    b.panel(
-        "timeseries",
-        "Ping mesh: complaints per peer (pingers losing >10%)",
-        f"efawatch:mesh_peer_complainers:count{{{SEL}}}",
-        legend="{{peer_node}}",
+    b.timeseries(
+        "Ping mesh: complaints per peer (pingers losing >10%), top 10",
+        [(f'topk(10, efawatch:mesh_peer_complainers:count{{{SEL}, peer_node=~"$node"}})',
+          "{{peer_node}}")],
     )
-    b.panel(
-        "timeseries",
-        "Ping mesh: share of peers reachable",
-        f"efawatch_mesh_peers_reachable{{{SEL}}} / efawatch_mesh_peers_expected{{{SEL}}}",
+    b.timeseries(
+        "Ping mesh: share of peers reachable, 10 lowest",
+        [(f"bottomk(10, efawatch_mesh_peers_reachable{{{NODE_SEL}}} / "
+          f"efawatch_mesh_peers_expected{{{NODE_SEL}}})", "{{node}}")],
         unit="percentunit",
-        legend="{{node}}",
     )
-    b.panel(
-        "timeseries",
-        "On-demand probes: ping loss",
-        f"efawatch_fabric_ping_loss_ratio{{{SEL}}}",
+    b.timeseries(
+        "On-demand probes: ping loss, top 10",
+        [(f"topk(10, efawatch_fabric_ping_loss_ratio{{{NODE_SEL}}})", "{{node}} → {{peer}}")],
         unit="percentunit",
-        legend="{{node}} → {{peer}}",
     )
     b.row("Agents")
-    b.panel(
-        "timeseries",
-        "Dropped log analysis work (cut lines, files over cap, evicted state)",
+    b.timeseries(
+        "Dropped log analysis work, top 10 nodes each",
         [
-            f"sum by (node) (increase(efawatch_logs_truncated_lines_total{{{SEL}}}[$__rate_interval]))",
-            f"sum by (node) (increase(efawatch_logs_files_over_cap_total{{{SEL}}}[$__rate_interval]))",
-            f"sum by (node) (increase(efawatch_logs_state_evicted_total{{{SEL}}}[$__rate_interval]))",
+            (f"topk(10, sum by (cluster, node) (increase(efawatch_logs_truncated_lines_total"
+             f"{{{NODE_SEL}}}[$__rate_interval])))", "{{node}} cut lines"),
+            (f"topk(10, sum by (cluster, node) (increase(efawatch_logs_files_over_cap_total"
+             f"{{{NODE_SEL}}}[$__rate_interval])))", "{{node}} files over cap"),
+            (f"topk(10, sum by (cluster, node) (increase(efawatch_logs_state_evicted_total"
+             f"{{{NODE_SEL}}}[$__rate_interval])))", "{{node}} evicted state"),
         ],
     )
-    b.panel(
-        "timeseries",
-        "Ping mesh: rounds and discovery errors",
+    b.timeseries(
+        "Ping mesh: fewest rounds, most discovery errors (10 nodes each)",
         [
-            f"sum by (node) (increase(efawatch_mesh_rounds_total{{{SEL}}}[$__rate_interval]))",
-            f"sum by (node) (increase(efawatch_mesh_discovery_errors_total{{{SEL}}}[$__rate_interval]))",
+            (f"bottomk(10, sum by (cluster, node) (increase(efawatch_mesh_rounds_total"
+             f"{{{NODE_SEL}}}[$__rate_interval])))", "{{node}} rounds"),
+            (f"topk(10, sum by (cluster, node) (increase(efawatch_mesh_discovery_errors_total"
+             f"{{{NODE_SEL}}}[$__rate_interval])))", "{{node}} discovery errors"),
         ],
     )
-    b.panel(
-        "timeseries",
-        "Failing collectors",
-        f"min by (node, collector) (efawatch_collector_success{{{SEL}}})",
-        legend="{{node}} {{collector}}",
+    b.timeseries(
+        "Collector success, 10 lowest (0 = failing)",
+        [(f"bottomk(10, min by (cluster, node, collector) "
+          f"(efawatch_collector_success{{{NODE_SEL}}}))", "{{node}} {{collector}}")],
     )
-    return b.json(variables())
+    return b.json(variables("fleet"))
 
 
 def node():
     b = Board(
-        "efawatch-node",
+        NODE_UID,
         "efawatch / Node detail",
         "One node: EFA devices and counters, NCCL pods and their transports, fabric probes.",
     )
     b.row("EFA devices")
-    b.panel("stat", "EFA devices", f"efawatch_efa_devices{{{NODE_SEL}}}", w=4, h=4)
-    b.panel("stat", "Expected", f"efawatch_efa_devices_expected{{{NODE_SEL}}}", w=4, h=4)
-    b.panel("stat", "RDMA devices (any)", f"efawatch_rdma_devices{{{NODE_SEL}}}", w=4, h=4)
-    b.panel(
-        "table",
+    b.stat("EFA devices", f"efawatch_efa_devices{{{NODE_SEL}}}", NEUTRAL)
+    b.stat("Expected", f"efawatch_efa_devices_expected{{{NODE_SEL}}}", NEUTRAL,
+           description="EFA devices of this node's instance type (none when the type is "
+           "unknown).")
+    b.stat(
+        "EFA devices missing",
+        f"clamp_min(max(efawatch_efa_devices_expected{{{NODE_SEL}}} - "
+        f"efawatch_efa_devices{{{NODE_SEL}}}), 0) or vector(0)",
+        BAD_IF_ANY,
+    )
+    b.stat(
+        "Containers on NCCL TCP fallback",
+        "count("
+        + in_workload(not_deliberate(f"efawatch_nccl_tcp_fallback{{{POD_SEL}}} == 1"))
+        + ") or vector(0)",
+        BAD_IF_ANY,
+    )
+    b.stat(
+        "Containers with loopback misuse",
+        "count(" + in_workload(f"efawatch_nccl_loopback_misuse{{{POD_SEL}}} == 1")
+        + ") or vector(0)",
+        BAD_IF_ANY,
+    )
+    b.stat(
+        "Critical findings",
+        f'sum(efawatch_findings{{{NODE_SEL}, severity="critical"}}) or vector(0)',
+        BAD_IF_ANY,
+    )
+    b.table(
         "RDMA devices",
-        f"max by (device, driver, efa, pci_address, numa_node, p2p) (efawatch_rdma_device_info{{{NODE_SEL}}})",
+        [(f"max by (device, driver, efa, pci_address, numa_node, p2p) "
+          f"(efawatch_rdma_device_info{{{NODE_SEL}}})", None)],
+        columns={"device": "device", "driver": "driver", "efa": "efa",
+                 "pci_address": "PCI address", "numa_node": "NUMA node", "p2p": "p2p"},
         w=12,
         h=8,
     )
-    b.panel(
-        "timeseries",
-        "EFA port throughput per device",
+    b.timeseries(
+        "EFA port throughput per device (receive below the axis)",
         [
-            f"sum by (device) (rate(efawatch_efa_tx_bytes_total{{{NODE_SEL}}}[$__rate_interval]))",
-            f"sum by (device) (rate(efawatch_efa_rx_bytes_total{{{NODE_SEL}}}[$__rate_interval]))",
+            (f"sum by (device) (rate(efawatch_efa_tx_bytes_total{{{NODE_SEL}}}"
+             "[$__rate_interval]))", "{{device}} transmit"),
+            (f"sum by (device) (rate(efawatch_efa_rx_bytes_total{{{NODE_SEL}}}"
+             "[$__rate_interval]))", "{{device}} receive"),
         ],
         unit="Bps",
+        negative=("B",),
     )
-    b.panel(
-        "timeseries",
-        "RDMA read/write throughput per device",
+    b.timeseries(
+        "RDMA read/write throughput per device (write below the axis)",
         [
-            f"sum by (device) (rate(efawatch_efa_rdma_read_bytes_total{{{NODE_SEL}}}[$__rate_interval]))",
-            f"sum by (device) (rate(efawatch_efa_rdma_write_bytes_total{{{NODE_SEL}}}[$__rate_interval]))",
+            (f"sum by (device) (rate(efawatch_efa_rdma_read_bytes_total{{{NODE_SEL}}}"
+             "[$__rate_interval]))", "{{device}} read"),
+            (f"sum by (device) (rate(efawatch_efa_rdma_write_bytes_total{{{NODE_SEL}}}"
+             "[$__rate_interval]))", "{{device}} write"),
         ],
         unit="Bps",
+        negative=("B",),
     )
-    b.panel(
-        "timeseries",
+    b.timeseries(
         "EFA errors and SRD events (15m increase) per device",
-        f"sum by (device, counter) (efawatch:efa_errors:increase15m{{{NODE_SEL}}})",
-        legend="{{device}} {{counter}}",
+        [(f"sum by (device, counter) (efawatch:efa_errors:increase15m{{{NODE_SEL}}})",
+          "{{device}} {{counter}}")],
     )
-    b.panel(
-        "timeseries",
+    b.timeseries(
         "SRD retransmits and receive drops per device",
         [
-            f"sum by (device) (rate(efawatch_efa_retrans_pkts_total{{{NODE_SEL}}}[$__rate_interval]))",
-            f"sum by (device) (rate(efawatch_efa_rx_drops_total{{{NODE_SEL}}}[$__rate_interval]))",
+            (f"sum by (device) (rate(efawatch_efa_retrans_pkts_total{{{NODE_SEL}}}"
+             "[$__rate_interval]))", "{{device}} retransmits"),
+            (f"sum by (device) (rate(efawatch_efa_rx_drops_total{{{NODE_SEL}}}"
+             "[$__rate_interval]))", "{{device}} receive drops"),
         ],
         unit="pps",
     )
-    b.panel(
-        "timeseries",
-        "Ethernet throughput (TCP fallback traffic shows here, EFA does not)",
+    b.timeseries(
+        "Ethernet throughput (TCP fallback traffic shows here, EFA does not; receive below)",
         [
-            f"sum by (interface) (rate(efawatch_net_transmit_bytes_total{{{NODE_SEL}}}[$__rate_interval]))",
-            f"sum by (interface) (rate(efawatch_net_receive_bytes_total{{{NODE_SEL}}}[$__rate_interval]))",
+            (f"sum by (interface) (rate(efawatch_net_transmit_bytes_total{{{NODE_SEL}}}"
+             "[$__rate_interval]))", "{{interface}} transmit"),
+            (f"sum by (interface) (rate(efawatch_net_receive_bytes_total{{{NODE_SEL}}}"
+             "[$__rate_interval]))", "{{interface}} receive"),
         ],
         unit="Bps",
+        negative=("B",),
     )
     b.row("NCCL")
-    b.panel(
-        "table",
+    b.table(
         "NCCL containers and their transports",
-        f"max by (namespace, pod, container, network, transport, ofi_provider, nccl_version) (efawatch_nccl_info{{{NODE_NS_SEL}}})",
+        [("max by (namespace, pod, container, network, transport, ofi_provider, nccl_version, "
+          f"nodes) ({in_workload(f'efawatch_nccl_info{{{POD_SEL}}}')})", None)],
+        columns={"namespace": "namespace", "pod": "pod", "container": "container",
+                 "network": "network", "transport": "transport", "ofi_provider": "OFI provider",
+                 "nccl_version": "NCCL", "nodes": "nodes (log proves)"},
         w=24,
+        links={"pod": [job_link_pod()]},
     )
-    b.panel(
-        "table",
+    verdicts = [
+        ("efawatch_nccl_tcp_fallback", "TCP fallback"),
+        ("efawatch_nccl_tcp_deliberate", "TCP by configuration"),
+        ("efawatch_nccl_loopback_misuse", "loopback"),
+        ("efawatch_nccl_net_plugin_missing", "net plugin missing"),
+        ("efawatch_nccl_gdr_disabled", "GPUDirect RDMA off"),
+    ]
+    b.table(
         "Verdicts per container",
-        [
-            f"max by (namespace, pod, container) (efawatch_nccl_tcp_fallback{{{NODE_NS_SEL}}})",
-            f"max by (namespace, pod, container) (efawatch_nccl_loopback_misuse{{{NODE_NS_SEL}}})",
-            f"max by (namespace, pod, container) (efawatch_nccl_net_plugin_missing{{{NODE_NS_SEL}}})",
-            f"max by (namespace, pod, container) (efawatch_nccl_gdr_disabled{{{NODE_NS_SEL}}})",
-        ],
+        [(f"max by (namespace, pod, container) ({in_workload(f'{m}{{{POD_SEL}}}')})", name)
+         for m, name in verdicts],
+        columns={"namespace": "namespace", "pod": "pod", "container": "container"},
         w=24,
+        links={"pod": [job_link_pod()]},
+        mappings={f"Value #{chr(ord('A') + i)}": YES_NO for i in range(len(verdicts))},
     )
-    b.panel(
-        "table",
+    b.table(
         "Findings",
-        f"sum by (kind, severity) (efawatch_findings{{{NODE_SEL}}} > 0)",
+        [(f"sum by (kind, severity) (efawatch_findings{{{NODE_SEL}}} > 0)", "count")],
+        columns={"kind": "kind", "severity": "severity"},
         w=12,
     )
-    b.panel(
-        "timeseries",
-        "NCCL warnings and errors",
+    b.timeseries(
+        "NCCL warnings and errors, top 10 pods each",
         [
-            f"sum by (namespace, pod) (increase(efawatch_nccl_warnings_total{{{NODE_NS_SEL}}}[$__rate_interval]))",
-            f"sum by (namespace, pod) (increase(efawatch_nccl_errors_total{{{NODE_NS_SEL}}}[$__rate_interval]))",
+            (top_pods(10, "efawatch_nccl_warnings_total", "increase"), "{{pod}} warnings"),
+            (top_pods(10, "efawatch_nccl_errors_total", "increase"), "{{pod}} errors"),
         ],
     )
     b.row("Fabric probes")
-    b.panel(
-        "table",
+    b.table(
         "Fabric responder",
-        f"max by (provider, fabric, domain) (efawatch_fabric_provider_info{{{NODE_SEL}}})",
+        [(f"max by (provider, fabric, domain) (efawatch_fabric_provider_info{{{NODE_SEL}}})",
+          None)],
+        columns={"provider": "provider", "fabric": "fabric", "domain": "domain"},
         w=12,
     )
-    b.panel(
-        "timeseries",
+    b.timeseries(
         "On-demand ping RTT (median, p99)",
-        f'efawatch_fabric_ping_rtt_seconds{{{NODE_SEL}, quantile=~"0.5|0.99"}}',
+        [(f'efawatch_fabric_ping_rtt_seconds{{{NODE_SEL}, quantile=~"0.5|0.99"}}',
+          "{{peer}} q{{quantile}}")],
         unit="s",
-        legend="{{peer}} q{{quantile}}",
     )
-    b.panel(
-        "timeseries",
+    b.timeseries(
         "On-demand bandwidth",
-        f"efawatch_fabric_bandwidth_bytes_per_second{{{NODE_SEL}}}",
+        [(f"efawatch_fabric_bandwidth_bytes_per_second{{{NODE_SEL}}}",
+          "{{peer}} {{size}} {{direction}}")],
         unit="Bps",
-        legend="{{peer}} {{size}} {{direction}}",
     )
-    b.panel(
-        "timeseries",
+    b.timeseries(
         "Ping mesh: p99 RTT per peer",
-        f"efawatch:mesh_peer_rtt_seconds:p99_5m{{{NODE_SEL}}}",
+        [(f"efawatch:mesh_peer_rtt_seconds:p99_5m{{{NODE_SEL}}}", "{{peer_node}}")],
         unit="s",
-        legend="{{peer_node}}",
     )
-    b.panel(
-        "timeseries",
+    b.timeseries(
         "Ping mesh: loss per peer",
-        f"efawatch:mesh_peer_loss_ratio:5m{{{NODE_SEL}}}",
+        [(f"efawatch:mesh_peer_loss_ratio:5m{{{NODE_SEL}}}", "{{peer_node}}")],
         unit="percentunit",
-        legend="{{peer_node}}",
     )
-    b.panel(
-        "timeseries",
+    b.timeseries(
         "Ping mesh: peers up, self-suspicion",
         [
-            f"efawatch_mesh_peers_reachable{{{NODE_SEL}}}",
-            f"efawatch_mesh_peers_expected{{{NODE_SEL}}}",
-            f"efawatch_mesh_self_suspect{{{NODE_SEL}}}",
+            (f"efawatch_mesh_peers_reachable{{{NODE_SEL}}}", "peers reachable"),
+            (f"efawatch_mesh_peers_expected{{{NODE_SEL}}}", "peers expected"),
+            (f"efawatch_mesh_self_suspect{{{NODE_SEL}}}", "self-suspect"),
         ],
     )
-    b.panel(
-        "table",
+    b.table(
         "Ping mesh: peers answering in the latest round",
-        f"max by (peer_node) (efawatch_mesh_peer_up{{{NODE_SEL}}})",
+        [(f"max by (peer_node) (efawatch_mesh_peer_up{{{NODE_SEL}}})", "latest round")],
+        columns={"peer_node": "peer node"},
+        links={"peer_node": [data_link("Node detail: ${__data.fields.peer_node}", NODE_UID,
+                                       node="peer_node")]},
+        mappings={"Value": UP_DOWN},
     )
     b.row("Agent")
-    b.panel(
-        "timeseries",
+    b.timeseries(
         "Agent memory",
-        f"efawatch_process_resident_memory_bytes{{{NODE_SEL}}}",
+        [(f"efawatch_process_resident_memory_bytes{{{NODE_SEL}}}", "resident")],
         unit="bytes",
         w=8,
     )
-    b.panel(
-        "timeseries",
+    b.timeseries(
         "Agent CPU",
-        f"rate(efawatch_process_cpu_seconds_total{{{NODE_SEL}}}[$__rate_interval])",
+        [(f"rate(efawatch_process_cpu_seconds_total{{{NODE_SEL}}}[$__rate_interval])", "cpu")],
         unit="percentunit",
         w=8,
     )
-    b.panel(
-        "timeseries",
+    b.timeseries(
         "Collector time per scrape",
-        f"efawatch_collector_duration_seconds{{{NODE_SEL}}}",
+        [(f"efawatch_collector_duration_seconds{{{NODE_SEL}}}", "{{collector}}")],
         unit="s",
         w=8,
-        legend="{{collector}}",
     )
-    return b.json(variables(node_multi=False))
-
-
-def job_variables():
-    out = variables()
-    q = 'label_values(efawatch:nccl_communicator_workload:info{cluster=~"$cluster", namespace=~"$namespace"}, workload)'
-    out.append(
-        {
-            "name": "workload",
-            "label": "workload",
-            "type": "query",
-            "datasource": DS,
-            "query": {"query": q, "refId": "workload"},
-            "definition": q,
-            "refresh": 2,
-            "sort": 1,
-            "multi": True,
-            "includeAll": True,
-            "allValue": ".*",
-            "current": {},
-        }
-    )
-    return out
+    return b.json(variables("node"))
 
 
 def job():
     b = Board(
-        "efawatch-job",
+        JOB_UID,
         "efawatch / Job view",
-        "The pods of a namespace (a training job): NCCL transport, version and verdict per pod; "
-        "its communicators across nodes, by workload (RayCluster, PyTorchJob, JobSet, ...).",
+        "The pods of a job (a workload, or a namespace): NCCL transport, version and verdict per "
+        "pod; its communicators across nodes, by workload (RayCluster, PyTorchJob, JobSet, ...).",
     )
     b.row("Job across nodes")
-    b.panel(
-        "stat",
+    b.stat(
         "Communicators spanning nodes",
-        f"count(count by (comm_id) ({COMMS} and on (cluster, comm_id) "
-        "efawatch:nccl_communicator_multinode:count)) or vector(0)",
+        f"count(count by (comm_id) ({COMMS} and on (cluster, comm_id) {MULTINODE})) or vector(0)",
+        NEUTRAL,
         w=6,
-        h=4,
         description="Communicators of the workload seen on two or more nodes (joined by commId), "
         "or whose log shows several nodes.",
     )
-    b.panel(
-        "stat",
+    b.stat(
         "Ranks on TCP between nodes",
-        f"count({COMMS_TCP} and on (cluster, comm_id) efawatch:nccl_communicator_multinode:count) "
-        "or vector(0)",
+        f"count({COMMS_TCP} and on (cluster, comm_id) {MULTINODE}) or vector(0)",
+        BAD_IF_ANY,
         w=6,
-        h=4,
         description="Pod series of communicators that span nodes whose ranks use TCP "
         "(EfawatchNcclJobTcpFallback).",
     )
-    b.panel(
-        "stat",
+    b.stat(
         "Mixed-transport communicators",
         f"count(count by (comm_id) ({COMMS} and on (cluster, comm_id) "
-        "(efawatch:nccl_communicator_nets:count >= 2))) or vector(0)",
+        f"(efawatch:nccl_communicator_nets:count{{{SEL}}} >= 2))) or vector(0)",
+        BAD_IF_ANY,
         w=6,
-        h=4,
         description="Communicators on RDMA on some nodes and TCP on others "
         "(EfawatchNcclMixedTransport).",
     )
-    b.panel(
-        "stat",
-        "Nodes of the workload",
-        f"count(count by (node) ({COMMS})) or vector(0)",
-        w=6,
-        h=4,
-    )
-    b.panel(
-        "table",
+    b.stat("Nodes of the workload", f"count(count by (node) ({COMMS})) or vector(0)", NEUTRAL,
+           w=6)
+    b.table(
         "Communicators: node, pod and net",
-        f"max by (workload_kind, workload, comm_id, node, pod, net, transport, provider, nranks, "
-        f"nnodes) ({COMMS})",
+        [(f"max by (workload_kind, workload, comm_id, node, namespace, pod, net, transport, "
+          f"provider, nranks, nnodes) ({COMMS})", None)],
+        columns={"workload_kind": "kind", "workload": "workload", "comm_id": "commId",
+                 "node": "node", "namespace": "namespace", "pod": "pod", "net": "net",
+                 "transport": "transport", "provider": "provider", "nranks": "ranks",
+                 "nnodes": "nodes"},
         w=24,
+        links={"node": [node_link(namespace="namespace", pod="pod")]},
         description="One row per pod and communicator (commId): the net its ranks use between "
         "nodes (net: tcp or rdma).",
     )
     b.row("Pods")
-    b.panel(
-        "table",
+    b.table(
         "Pods: transport and NCCL version",
-        f"max by (node, namespace, pod, container, network, transport, ofi_provider, nccl_version) (efawatch_nccl_info{{{NS_SEL}}})",
+        [("max by (node, namespace, pod, container, network, transport, ofi_provider, "
+          f"nccl_version, nodes) ({in_job_workload(f'efawatch_nccl_info{{{POD_SEL}}}')})", None)],
+        columns={"node": "node", "namespace": "namespace", "pod": "pod",
+                 "container": "container", "network": "network", "transport": "transport",
+                 "ofi_provider": "OFI provider", "nccl_version": "NCCL",
+                 "nodes": "nodes (log proves)"},
         w=24,
+        links={"node": [node_link(namespace="namespace", pod="pod")]},
     )
-    b.panel(
-        "table",
+    verdicts = [
+        ("efawatch_nccl_tcp_fallback", "TCP fallback"),
+        ("efawatch_nccl_tcp_deliberate", "TCP by configuration"),
+        ("efawatch_nccl_loopback_misuse", "loopback"),
+        ("efawatch_nccl_net_plugin_missing", "net plugin missing"),
+        ("efawatch_nccl_gdr_disabled", "GPUDirect RDMA off"),
+    ]
+    b.table(
         "Pods: verdicts",
-        [
-            f"max by (node, namespace, pod, container) (efawatch_nccl_tcp_fallback{{{NS_SEL}}})",
-            f"max by (node, namespace, pod, container) (efawatch_nccl_loopback_misuse{{{NS_SEL}}})",
-            f"max by (node, namespace, pod, container) (efawatch_nccl_net_plugin_missing{{{NS_SEL}}})",
-            f"max by (node, namespace, pod, container) (efawatch_nccl_gdr_disabled{{{NS_SEL}}})",
-        ],
+        [(f"max by (node, namespace, pod, container) "
+          f"({in_job_workload(f'{m}{{{POD_SEL}}}')})", name) for m, name in verdicts],
+        columns={"node": "node", "namespace": "namespace", "pod": "pod",
+                 "container": "container"},
         w=24,
+        links={"node": [node_link(namespace="namespace", pod="pod")]},
+        mappings={f"Value #{chr(ord('A') + i)}": YES_NO for i in range(len(verdicts))},
     )
-    b.panel(
-        "stat",
+    b.stat(
         "Pods on TCP fallback",
-        f"count(efawatch_nccl_tcp_fallback{{{NS_SEL}}} == 1) or vector(0)",
+        "count("
+        + in_job_workload(not_deliberate(f"efawatch_nccl_tcp_fallback{{{POD_SEL}}} == 1"))
+        + ") or vector(0)",
+        BAD_IF_ANY,
         w=6,
-        h=4,
+        description="Containers on TCP (certain or suspected), not counting TCP chosen by "
+        "configuration.",
     )
-    b.panel(
-        "stat",
+    b.stat(
         "Pods without GPUDirect RDMA",
-        f"count(efawatch_nccl_gdr_disabled{{{NS_SEL}}} == 1) or vector(0)",
+        "count(" + in_job_workload(f"efawatch_nccl_gdr_disabled{{{POD_SEL}}} == 1")
+        + ") or vector(0)",
+        WARN_IF_ANY,
         w=6,
-        h=4,
     )
-    b.panel(
-        "stat",
+    b.stat(
         "NCCL versions in use",
-        f"count(count by (nccl_version) (efawatch_nccl_info{{{NS_SEL}}}))",
+        "count(count by (nccl_version) ("
+        + in_job_workload(f"efawatch_nccl_info{{{POD_SEL}}}") + "))",
+        steps((TEXT, None), (ORANGE, 2)),
         w=6,
-        h=4,
+        description="More than one NCCL version in one job is worth a look (orange).",
     )
-    b.panel(
-        "stat",
+    b.stat(
         "Nodes",
-        f"count(count by (node) (efawatch_nccl_info{{{NS_SEL}}}))",
+        "count(count by (node) (" + in_job_workload(f"efawatch_nccl_info{{{POD_SEL}}}") + "))",
+        NEUTRAL,
         w=6,
-        h=4,
     )
     b.row("Activity")
-    b.panel(
-        "timeseries",
-        "NCCL communicators per pod",
-        f"sum by (pod) (efawatch_nccl_communicators{{{NS_SEL}}})",
-        legend="{{pod}}",
+
+    b.timeseries(
+        "NCCL communicators per pod, top 20",
+        [(top_pods(20, "efawatch_nccl_communicators", within=in_job_workload), "{{pod}}")],
     )
-    b.panel(
-        "timeseries",
-        "NCCL log lines per pod",
-        f"sum by (pod) (rate(efawatch_logs_nccl_lines_total{{{NS_SEL}}}[$__rate_interval]))",
-        legend="{{pod}}",
+    b.timeseries(
+        "NCCL log lines per pod, top 20",
+        [(top_pods(20, "efawatch_logs_nccl_lines_total", "rate", in_job_workload), "{{pod}}")],
     )
-    b.panel(
-        "timeseries",
-        "NCCL warnings and errors per pod",
+    b.timeseries(
+        "NCCL warnings and errors per pod, top 20 each",
         [
-            f"sum by (pod) (increase(efawatch_nccl_warnings_total{{{NS_SEL}}}[$__rate_interval]))",
-            f"sum by (pod) (increase(efawatch_nccl_errors_total{{{NS_SEL}}}[$__rate_interval]))",
+            (top_pods(20, "efawatch_nccl_warnings_total", "increase", in_job_workload),
+             "{{pod}} warnings"),
+            (top_pods(20, "efawatch_nccl_errors_total", "increase", in_job_workload),
+             "{{pod}} errors"),
         ],
     )
-    b.panel(
-        "timeseries",
-        "EFA throughput of the job's nodes",
-        f"sum by (node) (rate(efawatch_efa_tx_bytes_total{{cluster=~\"$cluster\"}}[$__rate_interval])) "
-        f"and on (node) count by (node) (efawatch_nccl_info{{{NS_SEL}}})",
+    # The node variable is the job's nodes: the rate runs on their devices only.
+    job_nodes = f"count by (cluster, node) ({in_job_workload(f'efawatch_nccl_info{{{POD_SEL}}}')})"
+    b.timeseries(
+        "EFA throughput of the job's nodes (receive below the axis)",
+        [
+            (f"sum by (cluster, node) (rate(efawatch_efa_tx_bytes_total{{{NODE_SEL}}}"
+             f"[$__rate_interval])) and on (cluster, node) {job_nodes}", "{{node}} transmit"),
+            (f"sum by (cluster, node) (rate(efawatch_efa_rx_bytes_total{{{NODE_SEL}}}"
+             f"[$__rate_interval])) and on (cluster, node) {job_nodes}", "{{node}} receive"),
+        ],
         unit="Bps",
-        legend="{{node}}",
+        negative=("B",),
     )
-    return b.json(job_variables())
+    return b.json(variables("job"))
 
 
 BOARDS = {"efawatch-fleet.json": fleet, "efawatch-node.json": node, "efawatch-job.json": job}
 
 
+def render():
+    """{file name: dashboard JSON text}."""
+    return {name: json.dumps(make(), indent=2, ensure_ascii=False) + "\n"
+            for name, make in BOARDS.items()}
+
+
 def main():
     check = "--check" in sys.argv[1:]
     stale = []
-    for name, make in BOARDS.items():
-        text = json.dumps(make(), indent=2, ensure_ascii=False) + "\n"
+    for name, text in render().items():
         path = HERE / name
         if check:
             if not path.exists() or path.read_text() != text:

@@ -619,6 +619,7 @@ void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink) {
   if (v.nccl_lines == 0) return;  // pods without NCCL get no verdict series
   const nccl::Verdict& n = v.nccl;
   sink.Add(metrics::M::kNcclTcpFallback, l, n.tcp_fallback ? 1 : 0);
+  sink.Add(metrics::M::kNcclTcpDeliberate, l, n.tcp_deliberate ? 1 : 0);
   sink.Add(metrics::M::kNcclLoopbackMisuse, l, n.loopback_misuse ? 1 : 0);
   sink.Add(metrics::M::kNcclNetPluginMissing, l, n.net_plugin_missing ? 1 : 0);
   sink.Add(metrics::M::kNcclGdrDisabled, l, n.gdr_disabled ? 1 : 0);

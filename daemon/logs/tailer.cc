@@ -7,7 +7,9 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -183,7 +185,8 @@ bool Tailer::Pass(bool scan) {
   bool backlog = false;
   for (auto& [path, t] : tracked_) backlog = ReadFile(*t, false) || backlog;
   sink_->OnPassComplete();
-  if (!options_.state_file.empty() && clock_.Now() >= next_checkpoint_) {
+  if (!options_.state_file.empty() && (checkpoint_due_ || clock_.Now() >= next_checkpoint_)) {
+    checkpoint_due_ = false;
     WriteCheckpoint();
     next_checkpoint_ = clock_.Now() + options_.checkpoint_interval;
   }
@@ -344,6 +347,7 @@ void Tailer::Track(const LogSource& src) {
     const uint64_t line_no = it->second->line_no;
     tracked_.erase(it);
     ++counters_.rotations;
+    checkpoint_due_ = true;
     OpenTracked(src, false);
     if (auto n = tracked_.find(key); n != tracked_.end()) n->second->line_no = line_no;
   }
@@ -449,9 +453,74 @@ void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {
         }
       }
       resume_.erase(r);
+    } else if (src.origin == Origin::kContainerLog && options_.history_bytes > 0) {
+      ReadHistory(*t);
     }
   }
   tracked_[key] = std::move(t);
+}
+
+void Tailer::ReadHistory(Tracked& t) {
+  // kubelet renames <N>.log to <N>.log.<YYYYMMDD-hhmmss> and compresses older ones to .gz: the
+  // names sort by time. Files of earlier restarts (<M>.log.*) belong to earlier runs.
+  const std::string prefix = t.source.path.filename().string() + ".";
+  std::vector<fs::path> rotated;
+  std::error_code ec;
+  for (auto f = fs::directory_iterator(t.source.path.parent_path(), ec);
+       !ec && f != fs::directory_iterator(); f.increment(ec)) {
+    const std::string name = f->path().filename().string();
+    std::error_code ec2;
+    if (name.starts_with(prefix) && f->is_regular_file(ec2) && !f->is_symlink(ec2)) {
+      rotated.push_back(f->path());
+    }
+  }
+  std::sort(rotated.begin(), rotated.end());
+  // Oldest first: NCCL's init lines are at the start of the run. Over the budget, the newer
+  // rotated files are left out rather than the older ones.
+  uint64_t budget = options_.history_bytes;
+  uint64_t files = 0;
+  for (const fs::path& p : rotated) {
+    if (budget == 0) break;
+    Tracked old;
+    old.source = t.source;
+    old.line_no = t.line_no;
+    old.fd = OpenLog(p.c_str());
+    if (old.fd < 0) continue;
+    const uint64_t before = counters_.bytes_read;
+    if (p.extension() == ".gz") {
+      ReadGzip(old, budget);
+    } else {
+      struct stat st {};
+      if (::fstat(old.fd, &st) != 0 || static_cast<uint64_t>(st.st_size) > budget) break;
+      ReadFile(old, true);
+    }
+    budget -= std::min(budget, counters_.bytes_read - before);
+    t.line_no = old.line_no;
+    ++files;
+  }
+  if (files > 0) {
+    counters_.history_files_read += files;
+    checkpoint_due_ = true;
+    spdlog::info("read {} rotated file(s) of {} first: {} bytes of its history", files,
+                 t.source.path.string(), options_.history_bytes - budget);
+  }
+}
+
+void Tailer::ReadGzip(Tracked& t, uint64_t budget) {
+  // gzdopen takes the descriptor over: gzclose closes it.
+  gzFile gz = gzdopen(t.fd, "rb");
+  t.fd = -1;
+  if (gz == nullptr) return;
+  std::vector<char> buf(256 * 1024);
+  while (budget > 0) {
+    const unsigned want = static_cast<unsigned>(std::min<uint64_t>(buf.size(), budget));
+    const int n = gzread(gz, buf.data(), want);
+    if (n <= 0) break;  // the end, or a corrupt or cut file: what was read stands
+    budget -= static_cast<uint64_t>(n);
+    counters_.bytes_read += static_cast<uint64_t>(n);
+    Deliver(t, std::string_view(buf.data(), static_cast<size_t>(n)));
+  }
+  gzclose(gz);
 }
 
 bool Tailer::ReadFile(Tracked& t, bool to_eof) {

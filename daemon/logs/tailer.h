@@ -62,6 +62,11 @@ struct TailerOptions {
   /// Rescan and read even without inotify events (the polling fallback).
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds checkpoint_interval{5000};
+  /// On first sight of a container log (no checkpoint entry: a fresh agent, or its state lost),
+  /// the current run's rotated files (`N.log.<time>`, `N.log.<time>.gz`) are read first, oldest
+  /// first, up to this many bytes (uncompressed) per container: a job that has run for hours
+  /// printed its NCCL init lines long before, and kubelet has rotated them away. 0: off.
+  uint64_t history_bytes = 64ull << 20;
 };
 
 /// The tailer's own health, for metrics. Cumulative since start (or since restore).
@@ -77,6 +82,7 @@ struct TailerCounters {
   std::atomic<uint64_t> lines_truncated{0};        // longer than max_line_bytes
   std::atomic<uint64_t> checkpoints_set_aside{0};  // unreadable or of the wrong shape (.bad)
   std::atomic<uint64_t> deleted_files_closed{0};   // unlinked files released once drained
+  std::atomic<uint64_t> history_files_read{0};     // rotated files read on first sight
   /// Exceptions caught by the thread's last-resort handler (a bug: the pass is skipped, the
   /// agent goes on serving).
   std::atomic<uint64_t> internal_errors{0};
@@ -136,6 +142,11 @@ class Tailer {
   bool ReadFile(Tracked& t, bool to_eof);
   void Deliver(Tracked& t, std::string_view data);
   void OpenTracked(const LogSource& src, bool allow_resume);
+  /// Reads the rotated files of `t`'s container run, oldest first (TailerOptions::history_bytes),
+  /// as the lines before the live file's; `t`'s line numbers continue after them.
+  void ReadHistory(Tracked& t);
+  /// Hands a gzip file's lines to the sink through `t`, at most `budget` uncompressed bytes.
+  void ReadGzip(Tracked& t, uint64_t budget);
   void WriteCheckpoint();
   void LoadCheckpoint();
   /// Renames the state file to <state_file>.bad (replacing an older one), counts and logs why.
@@ -159,6 +170,9 @@ class Tailer {
   std::map<std::string, Resume> resume_;  // from the checkpoint, by path
   std::filesystem::path canonical_root_;
   std::chrono::steady_clock::time_point next_checkpoint_{};
+  // Set when a file was read to its end and let go (rotation, history): the checkpoint is written
+  // at the end of the pass, so a crash cannot lose the counts of lines no file holds any more.
+  bool checkpoint_due_ = false;
   int inotify_fd_ = -1;
   std::map<int, std::filesystem::path> watches_;
   std::set<std::string> watched_;   // directories with an inotify watch

@@ -6,9 +6,15 @@
 namespace efawatch::common {
 
 unsigned ExpectedEfaDevices(const std::string& instance_type) {
+  // Every type the DaemonSet's node affinity names (deploy/kubernetes/base/daemonset.yaml), with
+  // the EFA interfaces the type supports (EC2 User Guide, EFA-supported instance types; p4d/p4de,
+  // p5/p5e, p5en and p6-b200 as cluster health checks count them). An instance launched with
+  // fewer EFAs than its type supports needs --efa-expected-devices.
   static const std::map<std::string, unsigned> kExpected = {
-      {"p5.48xlarge", 32}, {"p5en.48xlarge", 16}, {"p6-b200.48xlarge", 8},
-      {"p4d.24xlarge", 4}, {"g6.12xlarge", 1},
+      {"p4d.24xlarge", 4},    {"p4de.24xlarge", 4},    {"p5.48xlarge", 32}, {"p5e.48xlarge", 32},
+      {"p5en.48xlarge", 16},  {"p6-b200.48xlarge", 8}, {"g6.12xlarge", 1},  {"g6.48xlarge", 1},
+      {"g6e.12xlarge", 1},    {"g6e.24xlarge", 2},     {"g6e.48xlarge", 4}, {"trn1.32xlarge", 8},
+      {"trn1n.32xlarge", 16},
   };
   auto it = kExpected.find(instance_type);
   return it == kExpected.end() ? 0 : it->second;

@@ -172,6 +172,12 @@ std::vector<MetricDef> BuildTable() {
        "1 when the container's NCCL inter-node traffic runs over TCP (Socket transport, or OFI "
        "on a tcp/sockets provider) instead of EFA or InfiniBand RDMA.",
        {"namespace", "pod", "container"}},
+      {M::kNcclTcpDeliberate.name(),
+       T::kGauge,
+       "1 when the container's TCP net was chosen by configuration (NCCL_IB_DISABLE=1 or "
+       "NCCL_NET=Socket in its log or launcher environment): a deliberate choice, not a fallback "
+       "to page on.",
+       {"namespace", "pod", "container"}},
       {M::kNcclLoopbackMisuse.name(),
        T::kGauge,
        "1 when NCCL bootstraps or sends over the loopback interface in a job that needs more, or "
@@ -228,6 +234,13 @@ std::vector<MetricDef> BuildTable() {
        "JobSet, LeaderWorkerSet, Job, or the kind of the pod's top owner; for joins with the "
        "per-pod series. Removed with the pod.",
        {"namespace", "pod", "workload_kind", "workload"}},
+      {M::kKubeSignals.name(),
+       T::kCounter,
+       "Kubernetes Events (signal event) and NodeCondition patches (signal node_condition) by "
+       "result: sent; exists (an Event this pod already has, e.g. after an agent restart); "
+       "refused (403/404: no RBAC, retried after a backoff); failed (retried next round); "
+       "deferred (an Event held back by the rate limit).",
+       {"signal", "result"}},
       {M::kDoctorChecks.name(),
        T::kGauge,
        "Always 1; the status (PASS, WARN, FAIL, SKIP) of each of the node's `efawatch doctor` "

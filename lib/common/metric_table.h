@@ -56,6 +56,7 @@ struct M {
   static constexpr Metric kNetReceiveBytesTotal{"efawatch_net_receive_bytes_total"};
   static constexpr Metric kNetTransmitBytesTotal{"efawatch_net_transmit_bytes_total"};
   static constexpr Metric kNcclTcpFallback{"efawatch_nccl_tcp_fallback"};
+  static constexpr Metric kNcclTcpDeliberate{"efawatch_nccl_tcp_deliberate"};
   static constexpr Metric kNcclLoopbackMisuse{"efawatch_nccl_loopback_misuse"};
   static constexpr Metric kNcclNetPluginMissing{"efawatch_nccl_net_plugin_missing"};
   static constexpr Metric kNcclGdrDisabled{"efawatch_nccl_gdr_disabled"};
@@ -68,6 +69,7 @@ struct M {
   static constexpr Metric kNcclWarningsTotal{"efawatch_nccl_warnings_total"};
   static constexpr Metric kNcclErrorsTotal{"efawatch_nccl_errors_total"};
   static constexpr Metric kPodWorkloadInfo{"efawatch_pod_workload_info"};
+  static constexpr Metric kKubeSignals{"efawatch_kube_signals_total"};
   static constexpr Metric kDoctorChecks{"efawatch_doctor_checks"};
   static constexpr Metric kDoctorPodFailures{"efawatch_doctor_pod_failures"};
   static constexpr Metric kLogsLinesTotal{"efawatch_logs_lines_total"};

@@ -76,6 +76,7 @@ nlohmann::json ReportToJson(const Report& report) {
   nlohmann::json summary = {
       {"verdict", Str(s.verdict)},
       {"tcp_fallback", s.tcp_fallback},
+      {"tcp_deliberate", s.tcp_deliberate},
       {"loopback_misuse", s.loopback_misuse},
       {"net_plugin_missing", s.net_plugin_missing},
       {"gdr_disabled", s.gdr_disabled},

@@ -28,6 +28,10 @@ bool Report::Has(const std::string& kind) const {
   return false;
 }
 
+bool Report::HasNcclOutput() const {
+  return summary.nccl_lines > 0 || !processes.empty() || !findings.empty();
+}
+
 Severity Report::MaxSeverity() const {
   Severity s = Severity::kInfo;
   for (const Finding& f : findings) s = std::max(s, f.severity);
@@ -83,6 +87,9 @@ const Ev& FirstSet(std::initializer_list<const Ev*> evs) {
 
 // Appended to the findings that a proof of several nodes would make certain.
 constexpr char kSuspected[] = "suspected: this log does not show how many nodes the job spans";
+// Ends a TCP fallback's message when the job asked for sockets; the summary's tcp_deliberate and
+// the CLI's verdict line read it back.
+constexpr char kByConfiguration[] = "; by configuration (NCCL_IB_DISABLE=1 or NCCL_NET=Socket)";
 
 bool VersionInRange(const std::string& v, int minor_lo, int patch_lo, int minor_hi, int patch_hi) {
   // Only 2.x matters here.
@@ -610,7 +617,7 @@ void TransportFindings(const Scope& s, const Derived& d, Builder* b) {
     std::string what = d.family == "OFI" ? "aws-ofi-nccl runs on the libfabric '" + d.provider +
                                                "' provider (TCP/UDP), not EFA"
                                          : "inter-node traffic uses NCCL's Socket transport (TCP)";
-    if (deliberate) what += "; by configuration (NCCL_IB_DISABLE=1 or NCCL_NET=Socket)";
+    if (deliberate) what += kByConfiguration;
     if (!s.multi()) what += std::string("; ") + kSuspected;
     b->Add(kTcpFallback, deliberate || !s.multi() ? Severity::kWarning : Severity::kCritical, &p,
            what, 1,
@@ -731,6 +738,11 @@ std::string MostCommon(const std::vector<T>& items) {
 }
 
 std::string Verdict(const Report& r, const Summary& s) {
+  if (!r.HasNcclOutput()) {
+    return "NO NCCL OUTPUT: " + std::to_string(s.lines) +
+           " lines read, none from NCCL; set NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET) in "
+           "the job's environment, or give the file NCCL_DEBUG_FILE names";
+  }
   auto nodes_text = [&]() {
     std::string t;
     if (s.ranks > 0) t += std::to_string(s.ranks) + " ranks";
@@ -785,7 +797,7 @@ std::string Verdict(const Report& r, const Summary& s) {
   if (deliberate) return "TCP (DELIBERATE): " + where + "; warnings: " + warnings;
   if (s.tcp_fallback) {
     for (const Finding& f : r.findings) {
-      if (f.kind == kTcpFallback && f.message.find("by configuration") != std::string::npos) {
+      if (f.kind == kTcpFallback && f.message.find(kByConfiguration) != std::string::npos) {
         return "TCP (DELIBERATE, SUSPECTED): " + tcp_net + " is selected by configuration; " +
                where + "; warnings: " + warnings;
       }
@@ -1000,6 +1012,9 @@ Report Analyzer::Snapshot() const {
 
   Summary& sum = report.summary;
   sum.tcp_fallback = report.Has(kTcpFallback);
+  sum.tcp_deliberate = std::ranges::any_of(report.findings, [](const Finding& f) {
+    return f.kind == kTcpFallback && f.message.find(kByConfiguration) != std::string::npos;
+  });
   sum.loopback_misuse = report.Has(kLoopbackMisuse);
   sum.net_plugin_missing = report.Has(kNetPluginMissing);
   sum.gdr_disabled = report.Has(kGdrDisabled);

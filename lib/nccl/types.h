@@ -82,6 +82,9 @@ struct Process {
 
 struct Summary {
   bool tcp_fallback = false;
+  // The TCP net was chosen by configuration (NCCL_IB_DISABLE=1 or NCCL_NET=Socket): a ticket for
+  // the job's owner, not a page (alerts take their severity from it).
+  bool tcp_deliberate = false;
   bool loopback_misuse = false;
   bool net_plugin_missing = false;
   bool gdr_disabled = false;
@@ -116,6 +119,9 @@ struct Report {
   bool Has(const std::string& kind) const;
   // Highest severity among the findings (kInfo when there are none).
   Severity MaxSeverity() const;
+  // False when the input held no NCCL output at all (no record, no version banner, no finding):
+  // usually NCCL_DEBUG is unset, or the wrong file was given.
+  bool HasNcclOutput() const;
 };
 
 struct Counters {

@@ -8,6 +8,7 @@ Verdict VerdictOf(const Report& report) {
   const Summary& s = report.summary;
   Verdict v;
   v.tcp_fallback = s.tcp_fallback;
+  v.tcp_deliberate = s.tcp_deliberate;
   v.loopback_misuse = s.loopback_misuse;
   v.net_plugin_missing = s.net_plugin_missing;
   v.gdr_disabled = s.gdr_disabled;
@@ -27,6 +28,7 @@ Verdict VerdictOf(const Report& report) {
 
 void FillFromEarlier(Verdict& v, const Verdict& earlier) {
   v.tcp_fallback = v.tcp_fallback || earlier.tcp_fallback;
+  v.tcp_deliberate = v.tcp_deliberate || earlier.tcp_deliberate;
   v.loopback_misuse = v.loopback_misuse || earlier.loopback_misuse;
   v.net_plugin_missing = v.net_plugin_missing || earlier.net_plugin_missing;
   v.gdr_disabled = v.gdr_disabled || earlier.gdr_disabled;

@@ -14,6 +14,7 @@ namespace efawatch::nccl {
 /// to each edge's one mapping; tests/unit/records fails until every edge carries it. Plain data.
 struct Verdict {
   bool tcp_fallback = false;
+  bool tcp_deliberate = false;  // the TCP net was chosen by configuration
   bool loopback_misuse = false;
   bool net_plugin_missing = false;
   bool gdr_disabled = false;
@@ -40,6 +41,7 @@ template <typename V, typename F>
 requires std::is_same_v<std::remove_const_t<V>, Verdict>
 void ForEachField(V& v, F&& f) {
   f("tcp_fallback", v.tcp_fallback);
+  f("tcp_deliberate", v.tcp_deliberate);
   f("loopback_misuse", v.loopback_misuse);
   f("net_plugin_missing", v.net_plugin_missing);
   f("gdr_disabled", v.gdr_disabled);

@@ -103,6 +103,7 @@ void Responder::Run(const std::stop_token& stop) {
   });
   Completion done[16];
   auto last_traffic = clock_->Now() - std::chrono::hours(1);
+  std::chrono::steady_clock::duration window = options_.spin_min;
   while (!stop.stop_requested()) {
     const bool posts_pending = !FlushPending();
     const ssize_t n = endpoint_->Poll(done);
@@ -125,10 +126,16 @@ void Responder::Run(const std::stop_token& stop) {
     }
     const auto now = clock_->Now();
     if (n > 0) {
+      // Within a burst the window follows the gap between messages; after a wait (a gap longer
+      // than the window) a new burst starts from the smallest window.
+      const auto gap = now - last_traffic;
+      window = gap < window ? std::clamp<std::chrono::steady_clock::duration>(
+                                  8 * gap, options_.spin_min, options_.spin_after_traffic)
+                            : std::chrono::steady_clock::duration(options_.spin_min);
       last_traffic = now;
       continue;
     }
-    if (posts_pending || now - last_traffic < options_.spin_after_traffic) continue;
+    if (posts_pending || now - last_traffic < window) continue;
     // Idle: block until the CQ signals, Stop() writes the eventfd, or a second passes (the
     // timeout only bounds how stale a missed wake-up can get). Without a wait object, sleep a
     // tenth of the idle time so far, 1 to 20 ms: a quiet responder wakes ~50 times a second

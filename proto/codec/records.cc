@@ -18,6 +18,7 @@ std::chrono::system_clock::time_point FromProto(const google::protobuf::Timestam
 
 void ToProto(const nccl::Verdict& v, v1::PodVerdict* out) {
   out->set_tcp_fallback(v.tcp_fallback);
+  out->set_tcp_deliberate(v.tcp_deliberate);
   out->set_loopback_misuse(v.loopback_misuse);
   out->set_net_plugin_missing(v.net_plugin_missing);
   out->set_gdr_disabled(v.gdr_disabled);
@@ -33,6 +34,7 @@ void ToProto(const nccl::Verdict& v, v1::PodVerdict* out) {
 nccl::Verdict FromProto(const v1::PodVerdict& in) {
   nccl::Verdict v;
   v.tcp_fallback = in.tcp_fallback();
+  v.tcp_deliberate = in.tcp_deliberate();
   v.loopback_misuse = in.loopback_misuse();
   v.net_plugin_missing = in.net_plugin_missing();
   v.gdr_disabled = in.gdr_disabled();

@@ -3,6 +3,10 @@
 does: bearer token checked, equality label selectors and the spec.nodeName field selector
 applied, pods listed per namespace or across all of them (/api/v1/pods), results paged with
 limit/continue, errors as Status objects. Every request line is appended to --request-log for the test to read.
+Writes, as the agent's Kubernetes signals make them: POST of an Event (409 AlreadyExists for a
+name already posted) and PATCH of a node's status; each is appended as one JSON line
+{method, path, content_type, body} to <request-log>.writes. With "forbid_writes": true in the
+objects file, writes are answered 403 Forbidden as without RBAC.
 
 Usage: fake_apiserver.py --cert C --key K --token-file T --objects O.json --port-file P
                          --request-log L
@@ -59,10 +63,61 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def answer(self):
+    def reply(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        self.write()
+
+    def do_PATCH(self):
+        self.write()
+
+    def write(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length)
+        with open(self.server.args.request_log, "a") as log:
+            log.write(self.command + " " + self.path + "\n")
+        self.reply(*self.answer_write(raw))
+
+    def answer_write(self, raw):
+        if not self.authorized():
+            return status(401, "Unauthorized", "Unauthorized")
+        with open(self.server.args.objects) as f:
+            objects = json.load(f)
+        if objects.get("forbid_writes"):
+            return status(403, "Forbidden", "%s %s is forbidden: no RBAC" % (self.command, self.path))
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return status(400, "BadRequest", "body is not JSON")
+        parts = self.path.strip("/").split("/")
+        if self.command == "POST" and len(parts) == 6 and parts[:3] == ["apis", "events.k8s.io",
+                                                                          "v1"] and parts[5] == "events":
+            name = body.get("metadata", {}).get("name", "")
+            if name in self.server.event_names:
+                return status(409, "AlreadyExists", 'events "%s" already exists' % name)
+            self.server.event_names.add(name)
+        elif not (self.command == "PATCH" and len(parts) == 5 and parts[:3] == ["api", "v1", "nodes"]
+                  and parts[4] == "status"):
+            return status(404, "NotFound", "the server could not find the requested resource")
+        with open(self.server.args.request_log + ".writes", "a") as log:
+            log.write(json.dumps({"method": self.command, "path": self.path,
+                                  "content_type": self.headers.get("Content-Type", ""),
+                                  "body": body}) + "\n")
+        return (201 if self.command == "POST" else 200), body
+
+    def authorized(self):
         with open(self.server.args.token_file) as f:
             token = f.read().strip()
-        if self.headers.get("Authorization") != "Bearer " + token:
+        return self.headers.get("Authorization") == "Bearer " + token
+
+    def answer(self):
+        if not self.authorized():
             return status(401, "Unauthorized", "Unauthorized")
         url = urllib.parse.urlparse(self.path)
         query = urllib.parse.parse_qs(url.query)
@@ -109,6 +164,7 @@ def main():
     args = p.parse_args()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.args = args
+    server.event_names = set()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     server.socket = ctx.wrap_socket(server.socket, server_side=True)

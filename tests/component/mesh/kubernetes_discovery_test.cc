@@ -90,6 +90,10 @@ TEST_F(KubernetesDiscoveryTest, ListsRunningAgentPodsAcrossPages) {
   }
   EXPECT_EQ(requests[0].find("continue="), std::string::npos);
   EXPECT_NE(requests[2].find("continue="), std::string::npos);
+  // The first page is served from the API server's watch cache (resourceVersion=0), not etcd;
+  // a continued page carries only its token.
+  EXPECT_NE(requests[0].find("&resourceVersion=0"), std::string::npos) << requests[0];
+  EXPECT_EQ(requests[2].find("resourceVersion"), std::string::npos) << requests[2];
 }
 
 TEST_F(KubernetesDiscoveryTest, GroupsComeFromANodeLabel) {

@@ -19,12 +19,9 @@ const read = (p) => readFileSync(`${src}/${p}`, "utf8");
 const page = read("docs/sizing.md");
 const errs = [];
 
-// Metrics of the agent and their labels; plus those the agent is getting in this change set
-// (the rules already read them; check_rules.mjs keeps the same list).
+// Metrics of the agent and their labels.
 const metrics = [...read("docs/metrics.md").matchAll(/^\| `(efawatch_\w+)` \| (\w+) \| ([^|]*) \|/gm)]
   .map(([, name, type, labels]) => ({ name, type, labels: labels.split(",").map((l) => l.trim()).filter(Boolean) }));
-const PENDING = [{ name: "efawatch_nccl_tcp_deliberate", type: "gauge", labels: ["namespace", "pod", "container"] }];
-for (const p of PENDING) if (!metrics.some((m) => m.name === p.name)) metrics.push(p);
 
 const bounds = /RttBounds\(\) \{\s*static const std::vector<double> bounds = \{([^}]*)\}/
   .exec(read("probes/mesh/mesh.cc"))?.[1].split(",").filter((x) => x.trim()).length;
@@ -96,9 +93,15 @@ if (stated["per mesh peer, with the bucket drop"] !== perPeer - (bounds + 1 - ke
 }
 
 // The table: rows follow from the per-unit counts and the page's assumptions (one pod of one
-// container with 8 communicators, ten other containers, 85 fixed; 8 mesh peers).
-const rest = perContainer.length + 8 + 1 + 10 + 85;
-const restDropped = rest - 11;
+// container with 8 communicators, ten other containers with the line counters every followed
+// container has, 85 fixed; 8 mesh peers).
+const perOther = perContainer.filter((m) => m.name.startsWith("efawatch_logs_"));
+const rest = perContainer.length + 8 + 1 + 10 * perOther.length + 85;
+const restDropped = rest - perContainer.filter((m) => dropped(m.name)).length -
+  10 * perOther.filter((m) => dropped(m.name)).length;
+if (stated["per other container"] !== perOther.length) {
+  errs.push(`docs/sizing.md: "per other container" says ${stated["per other container"]}, metrics.md gives ${perOther.length}`);
+}
 const k = (x) => `${Math.round(x * 100 / 1000)} k`;
 for (const [, n, node, per100, dropped100, mesh100] of page.matchAll(
   /^\| [^|]+ \| (\d+) \| ([\d,]+) \| (\d+ k) \| (\d+ k) \| (\d+ k) \|$/gm)) {

@@ -236,26 +236,32 @@ function policyErrors(objs, overlay) {
     if (![...hostVolumes.values()].includes(p)) errs.push(`hostPath ${p} not mounted`);
   }
 
-  // RBAC: list pods in the agent's namespace; cluster-wide, list pods only (workload
-  // identity lists its node's pods), bound to the agent's service account; nothing more.
+  // RBAC: list pods in the agent's namespace; cluster-wide exactly what each feature uses,
+  // bound to the agent's service account; nothing more. Workload identity lists its node's
+  // pods; Kubernetes signals create Events and patch its node's status (daemon/signals).
+  const clusterRules = {
+    "efawatch-workload-identity": [{ apiGroups: [""], resources: ["pods"], verbs: ["list"] }],
+    "efawatch-kube-signals": [
+      { apiGroups: ["events.k8s.io", ""], resources: ["events"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["nodes/status"], verbs: ["patch"] },
+    ],
+  };
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
   for (const role of byKind("ClusterRole")) {
-    const ok =
-      role.metadata.name === "efawatch-workload-identity" &&
-      role.rules.length === 1 &&
-      role.rules.every(
-        (r) =>
-          r.apiGroups.length === 1 && r.apiGroups[0] === "" &&
-          r.resources.length === 1 && r.resources[0] === "pods" &&
-          r.verbs.length === 1 && r.verbs[0] === "list",
-      );
-    if (!ok) errs.push(`ClusterRole ${role.metadata.name} grants more than list pods`);
+    const want = clusterRules[role.metadata.name];
+    const got = role.rules.map((r) => ({
+      apiGroups: r.apiGroups, resources: r.resources, verbs: r.verbs,
+    }));
+    if (!want || !same(want, got)) {
+      errs.push(`ClusterRole ${role.metadata.name} grants more than the agent uses`);
+    }
   }
   for (const b of byKind("ClusterRoleBinding")) {
     const ok =
-      b.roleRef.kind === "ClusterRole" && b.roleRef.name === "efawatch-workload-identity" &&
+      b.roleRef.kind === "ClusterRole" && b.roleRef.name in clusterRules &&
       b.subjects.length === 1 && b.subjects[0].kind === "ServiceAccount" &&
       b.subjects[0].name === "efawatch";
-    if (!ok) errs.push(`ClusterRoleBinding ${b.metadata.name} binds more than the agent's list pods`);
+    if (!ok) errs.push(`ClusterRoleBinding ${b.metadata.name} binds more than the agent's roles`);
   }
   for (const role of byKind("Role")) {
     for (const rule of role.rules) {

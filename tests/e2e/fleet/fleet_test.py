@@ -13,7 +13,8 @@ which workload its pods belong to.
       EfawatchNcclMixedTransport fires once, with node b as its `node`, naming node b's pod on
       TCP; the job's own TcpFallback is left out in its favour.
 
-No EfawatchNcclTcpFallbackSuspected may be left firing. `efawatch status` shows the workloads.
+No EfawatchNcclTcpFallbackSuspected may be left firing. `efawatch status` and the fleet
+dashboard's "On TCP / loopback now" table show the workloads.
 The rules are the shipped ones with every `for:` cut to 2 s (as tests/e2e/prometheus does).
 """
 import json
@@ -178,6 +179,19 @@ def main():
         assert f"On TCP: mix-worker-9 on {NODE_B}; on RDMA: 1 node(s)." in desc, desc
         suspected = find(prom, "EfawatchNcclTcpFallbackSuspected")
         assert not suspected, f"suspected fallbacks left: {[a['labels'] for a in suspected]}"
+
+        # The fleet dashboard's first table: the fleet-proven fallbacks with their workloads
+        # (tests/e2e/prometheus checks the rest of the table).
+        table = e2e.panel("efawatch-fleet.json", "On TCP / loopback now")["targets"][0]["expr"]
+
+        def table_rows(**values):
+            return sorted((r["metric"]["pod"], r["metric"]["verdict"], r["metric"].get("workload"))
+                          for r in prom.query(e2e.substitute(table, node=".*", **values)))
+        want = [("llm-worker-1", "tcp fallback", "llm"), ("llm-worker-9", "tcp fallback", "llm"),
+                ("mix-worker-9", "tcp fallback", "mix")]
+        assert table_rows() == want, f"fleet table: {table_rows()}"
+        mix = table_rows(workload="mix")
+        assert mix == want[2:], f"fleet table, $workload=mix: {mix}"
 
         # `efawatch status` on node a names each pod's workload.
         status = subprocess.run(

@@ -4,16 +4,20 @@
 The agent runs with the base ConfigMap's efawatchd.conf (flags point it at the fixtures and at
 free ports), on a copy of the p5.48xlarge sysfs fixture with one EFA device removed, and on
 a pod log tree built from the NCCL fixtures (a TCP fallback, a loopback misuse, GPUDirect RDMA
-off, a healthy EFA job). A second, healthy agent (node b) runs beside it, and agent a's fleet
+off, a healthy EFA job; the fake Kubernetes API server names the healthy pod's workload, the
+others have none). A second, healthy agent (node b) runs beside it, and agent a's fleet
 ping mesh pings b and a node that is gone (a static peer list over tcp on loopback). While
 Prometheus watches, the test raises an EFA error counter, writes a log line over the agent's
-line limit (which alone must not make EfawatchAgentDegraded fire), and runs on-demand ping and bandwidth probes. A scrape target that nobody serves stands for the
-gone node, whose agent is down.
+line limit (which alone must not make EfawatchAgentDegraded fire), and runs on-demand ping
+and bandwidth probes. A scrape target that nobody serves stands for the gone node, whose agent
+is down.
 
 Checked over Prometheus' HTTP API:
   - exactly the expected alerts reach `firing`, for exactly the expected pods/devices/nodes;
   - every template variable query and every PromQL expression of every dashboard returns data,
-    and every metric they name has series.
+    and every metric they name has series;
+  - the fleet dashboard's "On TCP / loopback now" table lists the fallback pod by name, with its
+    node, verdict, since and evidence, and no healthy pod; its $pod and $namespace filters work.
 
 The rules are deploy/prometheus/efawatch-rules.yml with every `for:` cut to FOR_IN_TEST (the
 only change; see write_rules), scraped and evaluated every second. Every wait polls with a
@@ -49,9 +53,9 @@ DEADLINE_S = 150
 # the ping mesh (issue #7) exports its series; keep it that way.
 NOT_YET_EXPORTED = set()
 
-# (alertname, identifying labels) expected to fire, and nothing else. The agent runs without
-# workload identity, so the NCCL alerts stand for the pods' namespace (workload="train"): one
-# alert per condition for the four pods, not one per pod.
+# (alertname, identifying labels) expected to fire, and nothing else. The pods with findings
+# have no workload (WORKLOADS names only the healthy one), so the NCCL alerts stand for their
+# namespace (workload="train"): one alert per condition for the pods, not one per pod.
 EXPECTED_FIRING = {
     # fallback-0's and loopback-0's logs prove several nodes: one page for the namespace.
     ("EfawatchNcclTcpFallback", (("node", NODE), ("workload", "train"))),
@@ -69,6 +73,11 @@ EXPECTED_FIRING = {
     # one a second, or evictions, for its whole window).
 }
 KEY_LABELS = ("pod", "device", "node", "peer_node", "workload")
+
+# pod -> (workload_kind, workload) that the fake Kubernetes API server gives it; the pods not
+# named have no efawatch_pod_workload_info (the fleet table lists them without a workload).
+# Only the healthy pod: no alert's labels change with it.
+WORKLOADS = {"efa-0": ("PyTorchJob", "efa-train")}
 
 PODS = {
     # namespace, pod, fixture
@@ -218,6 +227,49 @@ def start_agent(tmp, name, extra):
     return proc, result
 
 
+def start_apiserver(tmp, namespaces):
+    """tests/component/mesh/fake_apiserver.py over HTTPS (a self-signed certificate for
+    127.0.0.1), serving `namespaces` ({namespace: [pod object]}). Returns (process, the agent
+    flags that make it read its pods' workloads there)."""
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(tmp / "api.key"), "-out", str(tmp / "api.pem"), "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:TRUE"],
+        check=True, capture_output=True)
+    (tmp / "api-token").write_text("e2e-token\n")
+    (tmp / "api-objects.json").write_text(json.dumps({"namespaces": namespaces}))
+    port_file = tmp / "api.port"
+    proc = subprocess.Popen(
+        [sys.executable, str(SOURCE / "tests/component/mesh/fake_apiserver.py"),
+         "--cert", str(tmp / "api.pem"), "--key", str(tmp / "api.key"),
+         "--token-file", str(tmp / "api-token"), "--objects", str(tmp / "api-objects.json"),
+         "--port-file", str(port_file), "--request-log", str(tmp / "api.requests")],
+        stdout=subprocess.DEVNULL, stderr=open(tmp / "api.log", "w"))
+    port = wait_for("the fake API server", lambda: port_file.exists() and port_file.read_text(),
+                    time.monotonic() + 30, 0.1)
+    return proc, [
+        "--workload-identity=true",
+        f"--mesh-k8s-api=https://127.0.0.1:{port.strip()}",
+        f"--mesh-k8s-token-file={tmp / 'api-token'}",
+        f"--mesh-k8s-ca-file={tmp / 'api.pem'}",
+        "--workload-interval-ms=1000",
+    ]
+
+
+def api_pods(node):
+    """The pods of WORKLOADS as the API server lists them, owned by their workload."""
+    out = {}
+    for (ns, pod) in PODS:
+        if pod in WORKLOADS:
+            kind, name = WORKLOADS[pod]
+            out.setdefault(ns, []).append({
+                "metadata": {"name": pod, "labels": {},
+                             "ownerReferences": [{"kind": kind, "name": name,
+                                                  "controller": True}]},
+                "spec": {"nodeName": node}, "status": {"phase": "Running"}})
+    return out
+
+
 def start_prometheus(tmp, config):
     """Starts Prometheus on a free port; retries if another process took the port first."""
     for attempt in range(3):
@@ -256,34 +308,87 @@ def firing(prom):
     return out
 
 
-def substitute(expr):
-    return (
-        expr.replace("$cluster", CLUSTER)
-        .replace("$node", NODE)
-        .replace("$namespace", "train")
-        .replace("$workload", ".*")
-        .replace("$__rate_interval", "30s")
-    )
+def substitute(expr, **values):
+    """expr with the dashboard variables set as Grafana sets them: `values` (name -> regex), else
+    node a, namespace train and "All" for the rest."""
+    v = {"cluster": CLUSTER, "node": NODE, "namespace": "train", "workload": ".*", "pod": ".*"}
+    v.update(values)
+    # Longest names first: $__rate_interval before $__range.
+    builtins = {"__rate_interval": "30s", "__range": "10m"}
+    for name, value in sorted({**v, **builtins}.items(), key=lambda kv: -len(kv[0])):
+        expr = expr.replace("${" + name + "}", value).replace("$" + name, value)
+    return expr
+
+
+# The variables each dashboard opens with in this test: the fleet view on every node.
+OPEN_WITH = {"efawatch-fleet.json": {"node": ".*"}}
 
 
 METRIC_RE = re.compile(r"\b(efawatch[:_][A-Za-z0-9_:]+|up|ALERTS)\b(?!\s*\()")
 
 
 def dashboard_queries():
-    """(where, kind, text) for every variable query, panel target and annotation."""
+    """(where, kind, text) for every variable query, panel target and annotation, variables
+    substituted as the dashboard opens (OPEN_WITH)."""
     out = []
     for path in sorted((SOURCE / "dashboards").glob("*.json")):
         d = json.loads(path.read_text())
+        values = OPEN_WITH.get(path.name, {})
         for v in d["templating"]["list"]:
             if v["type"] == "query":
-                out.append((f"{path.name} variable {v['name']}", "variable", v["query"]["query"]))
+                out.append((f"{path.name} variable {v['name']}", "variable",
+                            substitute(v["query"]["query"], **values)))
         for a in d.get("annotations", {}).get("list", []):
             if a.get("expr"):
-                out.append((f"{path.name} annotation {a['name']}", "expr", a["expr"]))
+                out.append((f"{path.name} annotation {a['name']}", "expr",
+                            substitute(a["expr"], **values)))
         for p in d["panels"]:
             for t in p.get("targets", []):
-                out.append((f"{path.name} panel '{p['title']}' {t['refId']}", "expr", t["expr"]))
+                out.append((f"{path.name} panel '{p['title']}' {t['refId']}", "expr",
+                            substitute(t["expr"], **values)))
     return out
+
+
+def panel(board, title):
+    d = json.loads((SOURCE / "dashboards" / board).read_text())
+    [p] = [p for p in d["panels"] if p["title"] == title and p["type"] != "row"]
+    return p
+
+
+def check_fleet_table(prom, started_ms):
+    """The fleet view's first table names the pods on TCP / loopback, and only those."""
+    p = panel("efawatch-fleet.json", "On TCP / loopback now")
+    [target] = p["targets"]
+
+    def rows(**values):
+        return [(r["metric"], float(r["value"][1]))
+                for r in prom.query(substitute(target["expr"], **OPEN_WITH["efawatch-fleet.json"],
+                                               **values))]
+
+    got = rows()
+    verdicts = sorted((m["pod"], m["verdict"]) for m, _ in got)
+    # Both fixtures' logs prove two nodes: certain fallbacks, not suspected ones.
+    want = [("fallback-0", "tcp fallback"), ("loopback-0", "loopback"),
+            ("loopback-0", "tcp fallback")]
+    assert verdicts == want, f"fleet table rows: {verdicts}, want {want}"
+    now_ms = time.time() * 1000
+    for m, since in got:
+        assert m["node"] == NODE and m["namespace"] == "train" and m["container"] == "main", m
+        assert m["evidence"] == f"efawatch status on {NODE}", m
+        # No workload series for these pods: listed all the same, without one.
+        assert "workload" not in m, m
+        assert started_ms - 60_000 <= since <= now_ms + 1000, (
+            f"since {since} not between the test's start {started_ms} and now {now_ms}: {m}")
+    # Every table cell link names a column the query returns (workload when a pod has one).
+    fields = set(re.findall(r"\$\{__data\.fields\.(\w+)\}", json.dumps(p["fieldConfig"])))
+    labels = set().union(*(m.keys() for m, _ in got)) | {"workload", "workload_kind"}
+    assert fields and fields <= labels, f"links name columns the table lacks: {fields - labels}"
+    # The filters act inside the query.
+    only = sorted({m["pod"] for m, _ in rows(pod="fallback-0")})
+    assert only == ["fallback-0"], f"$pod=fallback-0 shows {only}"
+    assert not rows(namespace="elsewhere"), "$namespace=elsewhere still shows rows"
+    assert not rows(workload="efa-train"), "the efa-train workload has no pod on TCP"
+    log(f"fleet table: {', '.join(f'{p} {v}' for p, v in verdicts)}")
 
 
 def check_dashboards(prom, deadline):
@@ -294,7 +399,6 @@ def check_dashboards(prom, deadline):
     while True:
         still = []
         for where, kind, text in pending:
-            text = substitute(text)
             names = set(METRIC_RE.findall(text))
             if names and names <= NOT_YET_EXPORTED:
                 exempt.append(where)
@@ -342,13 +446,16 @@ def finish(procs, tmp, ok):
 
 
 def main():
-    for tool in ("prometheus",):
+    for tool in ("prometheus", "openssl"):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} not found (scripts/setup.sh installs it)")
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="efawatch-e2e-"))
     procs = []
     ok = False
+    started_ms = time.time() * 1000
     try:
+        api, workload_flags = start_apiserver(tmp, api_pods(NODE))
+        procs.append(api)
         host = tmp / "host"
         shutil.copytree(SOURCE / "tests/fixtures/sysfs/p5.48xlarge", host)
         # One of the 32 EFA devices a p5.48xlarge has is missing.
@@ -381,7 +488,7 @@ def main():
                 "--mesh-interval-ms=2000",
                 "--mesh-count=5",
                 "--mesh-message-timeout-ms=500",
-            ])
+            ] + workload_flags)
         procs.append(agent)
         log(f"efawatchd a: metrics {metrics_port}, gRPC {grpc_port}; b: metrics {peer_metrics}")
         rules = tmp / "rules.yml"
@@ -431,6 +538,7 @@ def main():
             ) from None
         log(f"firing: {len(firing(prom))} alerts")
         check_dashboards(prom, deadline)
+        check_fleet_table(prom, started_ms)
         # Several more evaluations: nothing else may have reached firing by now.
         time.sleep(3)
         got = firing(prom)

@@ -1,5 +1,6 @@
 // Runs the real `efawatch analyze` binary on the NCCL fixtures: text and JSON output, stdin,
-// gzip input, and the exit codes (0 no critical finding, 1 critical, 2 usage or I/O error).
+// gzip input, and the exit codes (0 no critical finding, 1 critical, 2 usage or I/O error, 3 no
+// NCCL output at all).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,6 +70,21 @@ TEST(AnalyzeCliTest, TextVerdictAndExitCodeOnTcpFallback) {
       << r.out;
   EXPECT_NE(r.out.find("[critical] tcp_fallback"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("socket-fallback-plugin-missing-2.19.log:"), std::string::npos);
+}
+
+TEST(AnalyzeCliTest, InputWithoutNcclOutputSaysSo) {
+  // Training chatter only, as a pod log looks when NCCL_DEBUG is unset.
+  CmdResult r = Shell("printf 'epoch 1 loss 0.5\\nepoch 2 loss 0.4\\n' | " + Bin() + " analyze -");
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_EQ(FirstLine(r.out).rfind(
+                "NO NCCL OUTPUT: 2 lines read, none from NCCL; set NCCL_DEBUG=INFO", 0),
+            0u)
+      << r.out;
+  // One NCCL line is enough to be judged on its content instead.
+  CmdResult one = Shell("printf 'h:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\\n' | " + Bin() +
+                        " analyze -");
+  EXPECT_NE(one.code, 3) << one.out;
+  EXPECT_EQ(FirstLine(one.out).rfind("NO NCCL OUTPUT", 0), std::string::npos) << one.out;
 }
 
 TEST(AnalyzeCliTest, JsonOutput) {

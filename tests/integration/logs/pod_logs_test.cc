@@ -101,6 +101,8 @@ TEST(PodLogsTest, CountsEveryLineOnceThroughRotationTruncationDeletionAndSigkill
   EXPECT_EQ(Value(s, Series("efawatch_logs_lines_total", "fallback-0")), double(fallback.size()));
   EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_fallback", "fallback-0")), 1) << s;
   EXPECT_EQ(Value(s, Series("efawatch_nccl_net_plugin_missing", "fallback-0")), 1);
+  // A fallback, not a choice: nothing in the log sets NCCL_IB_DISABLE or NCCL_NET=Socket.
+  EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_deliberate", "fallback-0")), 0) << s;
   EXPECT_GE(Value(s, "efawatch_logs_rotations_total"), 1);
   AppendCri(c / "0.log", Chatter(250, 1000));
   s = agent->WaitFor([&](const std::string& x) { return Value(x, chatter_lines) == 751; });
@@ -154,6 +156,61 @@ TEST(PodLogsTest, CountsEveryLineOnceThroughRotationTruncationDeletionAndSigkill
   auto code = agent->proc().Wait(2s);
   ASSERT_TRUE(code.has_value()) << agent->proc().Stderr();
   EXPECT_EQ(*code, 0);
+}
+
+// A job that has run for hours: kubelet rotated its NCCL init lines into 0.log.<time> (the
+// oldest compressed), and the live 0.log holds only training lines. An agent installed now (no
+// checkpoint) reads the run's rotated files first and gives the verdict within seconds; killed
+// one second after start, the next agent counts every line once.
+TEST(PodLogsTest, FreshAgentReadsTheRunsRotatedFilesFirst) {
+  TempDir dir;
+  const fs::path d = fs::path(dir.path()) / "pods/train_longrun-0_uid-l/main";
+  fs::create_directories(d);
+  const auto fallback = FixtureLines("socket-fallback-plugin-missing-2.19.log");
+  const size_t half = fallback.size() / 2;
+  AppendCri(d / "0.log.20261202-090000", fallback, 0, half);
+  auto [gz_rc, gz_out] =
+      testing::RunCommand({"/usr/bin/env", "gzip", (d / "0.log.20261202-090000").string()}, 10s);
+  ASSERT_EQ(gz_rc, 0) << gz_out;
+  ASSERT_TRUE(fs::exists(d / "0.log.20261202-090000.gz"));
+  AppendCri(d / "0.log.20261202-100000", fallback, half);
+  AppendCri(d / "0.log", Chatter(100));
+  // A file of the container's previous run is not this run's history.
+  AppendCri(d / "1.log.20261201-080000", Chatter(7));
+  const double total = double(fallback.size() + 100);
+  const std::string lines = Series("efawatch_logs_lines_total", "longrun-0");
+
+  const auto start = std::chrono::steady_clock::now();
+  auto agent = std::make_unique<Agent>(dir);
+  ASSERT_NE(agent->port(), 0) << agent->proc().Stderr();
+  std::string s = agent->WaitFor(
+      [&](const std::string& x) {
+        return Value(x, Series("efawatch_nccl_tcp_fallback", "longrun-0")) == 1 &&
+               Value(x, lines) == total;
+      },
+      5s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_fallback", "longrun-0")), 1) << s;
+  EXPECT_EQ(Value(s, Series("efawatch_nccl_net_plugin_missing", "longrun-0")), 1);
+  EXPECT_EQ(Value(s, lines), total) << "every line of this run, once";
+
+  // A second fresh agent, SIGKILLed 1 s after start, then a third: still every line once.
+  agent->proc().Signal(SIGKILL);
+  ASSERT_TRUE(agent->proc().Wait(5s).has_value());
+  fs::remove_all(dir.File("state"));
+  agent = std::make_unique<Agent>(dir);
+  ASSERT_NE(agent->port(), 0) << agent->proc().Stderr();
+  std::this_thread::sleep_for(1s);
+  agent->proc().Signal(SIGKILL);
+  ASSERT_TRUE(agent->proc().Wait(5s).has_value());
+  AppendCri(d / "0.log", Chatter(5, 100));
+  agent = std::make_unique<Agent>(dir);
+  ASSERT_NE(agent->port(), 0) << agent->proc().Stderr();
+  s = agent->WaitFor([&](const std::string& x) { return Value(x, lines) >= total + 5; });
+  std::this_thread::sleep_for(500ms);
+  s = agent->Scrape();
+  EXPECT_EQ(Value(s, lines), total + 5) << "nothing lost, nothing doubled";
+  EXPECT_EQ(Value(s, Series("efawatch_nccl_tcp_fallback", "longrun-0")), 1);
 }
 
 TEST(PodLogsTest, SymlinkOutOfTheRootIsNotFollowed) {

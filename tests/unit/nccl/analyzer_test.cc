@@ -207,6 +207,9 @@ TEST(AnalyzerTest, DeliberateSocketIsAWarning) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
   EXPECT_TRUE(r.summary.tcp_fallback);
+  EXPECT_TRUE(r.summary.tcp_deliberate);
+  // The same job without the setting is a fallback, not a choice.
+  EXPECT_FALSE(Analyze(kTwoNodeSocket).summary.tcp_deliberate);
 }
 
 TEST(AnalyzerTest, TcpFallbackOnOfiTcpProvider) {
