@@ -838,7 +838,7 @@ def job():
         BAD_IF_ANY,
         w=6,
         description="Pod series of communicators that span nodes whose ranks use TCP "
-        "(EfawatchNcclJobTcpFallback).",
+        "(EfawatchNcclTcpFallback, once per job).",
     )
     b.stat(
         "Mixed-transport communicators",
