@@ -8,9 +8,11 @@
 #   chatty  bench/pod_logs.sh: 200 pods each writing a line per millisecond, 2 % of them NCCL
 #           (target < 5 % of a core)
 # Usage: bench/agent_cost.sh [SECONDS]   (each phase runs SECONDS, default 60)
+#        PHASES="mesh" bench/agent_cost.sh 30   (a subset of: idle mesh mesh2000 chatty)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
+phases=" ${PHASES:-idle mesh mesh2000 chatty} "
 # shellcheck source=bench/agent_lib.sh
 . bench/agent_lib.sh
 bench_init
@@ -20,6 +22,7 @@ tmp=$bench_tmp
 share() { awk -v d="$1" -v w="$2" -v hz="$bench_hz" 'BEGIN {printf "%.2f", 100 * d / hz / w}'; }
 
 # --- idle, no mesh ---
+idle() {
 bench_start_agent "$tmp/idle" --pod-log-root="$tmp/idle/pods"
 sleep 3  # start-up is not idle cost
 c0=$(bench_cpu_ticks "$agent_pid")
@@ -36,6 +39,7 @@ wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
 printf 'idle   %3.0f s, no mesh:      cpu %s%% of a core (target < 0.5%%), RSS %.1f MiB (target < 25 MiB)\n' \
   "$wall" "$(share $((c1 - c0)) "$wall")" "$(awk -v k="$(bench_status_kib "$agent_pid" VmRSS)" 'BEGIN {print k / 1024}')"
 bench_stop_agent
+}
 
 # --- mesh: 9 agents, static peers on loopback ---
 mesh() {
@@ -75,9 +79,12 @@ mesh() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 }
-mesh 15000
-mesh 2000
+[[ $phases == *" idle "* ]] && idle
+[[ $phases == *" mesh "* ]] && mesh 15000
+[[ $phases == *" mesh2000 "* ]] && mesh 2000
 
 # --- 200 chatty pods ---
-printf 'chatty '
-bench/pod_logs.sh 200 "$secs" 2>&1 | tail -n 1
+if [[ $phases == *" chatty "* ]]; then
+  printf 'chatty '
+  bench/pod_logs.sh 200 "$secs" 2>&1 | tail -n 1
+fi

@@ -55,6 +55,9 @@ inline constexpr size_t kFixedHeaderBytes = 32;
 inline constexpr size_t kMaxAddressBytes = 128;
 /// Set in `value` of kBwData to ask for an echo (bidirectional bandwidth).
 inline constexpr uint64_t kEchoFlag = 1;
+/// Set in `value` of kPing by a background prober (the mesh): it sleeps between its messages, so
+/// the responder may block right after answering instead of polling for the next one.
+inline constexpr uint64_t kNoSpinFlag = 2;
 
 /// Bytes the header takes for a sender address of `address_bytes`.
 constexpr size_t HeaderBytes(size_t address_bytes) { return kFixedHeaderBytes + address_bytes; }

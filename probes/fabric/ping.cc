@@ -20,6 +20,9 @@ using internal::OpOf;
 // How long to spin for a pong before sleeping between polls: well above any healthy RTT, so
 // timing is never disturbed by a sleep, while a dead peer costs little CPU.
 constexpr auto kSpinBeforeSleep = std::chrono::milliseconds(2);
+// The same for a background probe (PingOptions::background): a healthy EFA or loopback round trip
+// still ends inside it; a slower one is timed in sleep steps.
+constexpr auto kBackgroundSpin = std::chrono::microseconds(100);
 // Sleep granularity after that: the resolution of RTTs above 2 ms (lossy or throttled links).
 constexpr auto kSleepStep = std::chrono::microseconds(100);
 
@@ -171,6 +174,7 @@ PingRun::PingRun(internal::ProbeLink& link, std::span<Op> tx, size_t message_byt
   r_.peer_address = ep_.Printable(peer);
   r_.message_bytes = message_bytes;
   header_.type = MessageType::kPing;
+  header_.value = options.background ? kNoSpinFlag : 0;
   header_.session = session_;
   header_.sender = ep_.address();
   // Room for every sample, touched before the first send: growing the vector inside the loop
@@ -302,7 +306,12 @@ ssize_t PingRun::AwaitPong(std::chrono::steady_clock::time_point t0,
     const ssize_t n = Pump();
     if (n < 0) return n;
     *now = clock_.Now();
-    if (n == 0 && *now - t0 > kSpinBeforeSleep) {
+    if (n == 0 &&
+        *now - t0 >
+            (options_.background
+                 ? std::chrono::duration_cast<std::chrono::steady_clock::duration>(kBackgroundSpin)
+                 : std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       kSpinBeforeSleep))) {
       ep_.Wait(std::min(std::chrono::duration_cast<std::chrono::microseconds>(msg_deadline - *now),
                         kSleepStep),
                -1);

@@ -26,6 +26,12 @@ struct PingOptions {
   size_t message_bytes = 64;  ///< Whole message, header included; raised to the header size.
   std::chrono::milliseconds message_timeout{1000};  ///< A pong later than this is lost.
   std::chrono::milliseconds deadline{10000};        ///< Whole probe, setup included.
+  /// A background probe (the ping mesh): polls for each pong only briefly before sleeping
+  /// between polls, and asks the responder not to keep polling after it answers. RTTs then
+  /// include a wake-up on each side (tens of µs on tcp) and above ~100 µs are measured in
+  /// sleep steps; the CPU of a mesh round falls to a fraction. On-demand pings (false) poll
+  /// throughout, as fi_pingpong does.
+  bool background = false;
 
   bool operator==(const PingOptions&) const = default;
 };

@@ -130,12 +130,14 @@ void Responder::Run(const std::stop_token& stop) {
       // than the window) a new burst starts from the smallest window.
       const auto gap = now - last_traffic;
       window = gap < window ? std::clamp<std::chrono::steady_clock::duration>(
-                                  8 * gap, options_.spin_min, options_.spin_after_traffic)
+                                  2 * gap, options_.spin_min, options_.spin_after_traffic)
                             : std::chrono::steady_clock::duration(options_.spin_min);
       last_traffic = now;
       continue;
     }
-    if (posts_pending || now - last_traffic < window) continue;
+    // A background prober sleeps between its pings: with a wait fd, block at once.
+    const bool spin = !(no_spin_ && endpoint_->has_wait_fd());
+    if (posts_pending || (spin && now - last_traffic < window)) continue;
     // Idle: block until the CQ signals, Stop() writes the eventfd, or a second passes (the
     // timeout only bounds how stale a missed wake-up can get). Without a wait object, sleep a
     // tenth of the idle time so far, 1 to 20 ms: a quiet responder wakes ~50 times a second
@@ -230,6 +232,8 @@ void Responder::Handle(Slot& slot, size_t len) {
   std::span<std::byte> msg(slot.buf->data(), std::min(len, slot.buf->size()));
   const std::optional<MessageHeader> h = DecodeHeader(msg);
   if (!h) return Discard(slot);
+  // The last message decides: a background ping lets the loop block after answering.
+  no_spin_ = h->type == MessageType::kPing && (h->value & kNoSpinFlag) != 0;
   switch (h->type) {
     case MessageType::kPing:
       pings_.fetch_add(1, std::memory_order_relaxed);

@@ -38,7 +38,7 @@ struct ResponderOptions {
   /// about a millisecond of spinning per peer instead of the whole cap (measured before: 50 ms
   /// per peer per round, ~3% of a core per agent at the mesh defaults).
   std::chrono::microseconds spin_after_traffic{50000};
-  std::chrono::microseconds spin_min{1000};
+  std::chrono::microseconds spin_min{200};
   /// When idle, block on the completion queue's wait fd where the provider has one (instant
   /// wake-up, and the provider's sockets wake it too) instead of sleeping between polls (1 to
   /// 20 ms, growing with idle time, as on providers that offer no fd). The fd is not free: on
@@ -141,6 +141,7 @@ class Responder {
   Session* FindSession(uint64_t id);  // null when not kept
   size_t next_session_ = 0;
   std::vector<Slot*> pending_;  // Posts that got -FI_EAGAIN, retried after progress.
+  bool no_spin_ = false;        // The last message was a background ping (kNoSpinFlag).
   // The RMA sink (null until first asked for). Peers write into it; nothing here reads it.
   std::unique_ptr<AlignedBuffer> rma_sink_;
   RemoteRegion rma_region_;

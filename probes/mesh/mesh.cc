@@ -143,7 +143,8 @@ bool Mesh::PingPeer(const Peer& peer, std::chrono::milliseconds budget,
   if (!pinger_) return fail(pinger_error_);
   fabric::PingOptions o;
   o.count = options_.count;
-  o.warmup = 1;  // The first message to a peer may set up a connection (rxm); untimed.
+  o.warmup = 1;         // The first message to a peer may set up a connection (rxm); untimed.
+  o.background = true;  // Every agent pings all the time: CPU matters more than µs of RTT.
   o.message_timeout = options_.message_timeout;
   o.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.Now());
   if (o.deadline <= std::chrono::milliseconds(0)) return fail("no time left in the round budget");
