@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Times `efawatch analyze` on a generated >= 1 GB NCCL log against `grep -c 'NCCL INFO'` and
-# `wc -l` on the same file in the same run, and prints the ratios of wall and of CPU time
-# (user+sys) (target: <= 2.0x grep -c, in wall time). efawatch analyzes a file this large on one
-# thread per CPU (grep -c uses one): the wall ratio is what a user waits, the CPU ratio what the
-# machine pays; both are printed. THREADS=n passes --threads n.
-# Usage: bench/analyze.sh [path/to/efawatch]   (SIZE_MB=1100, ROUNDS=5 by default; LOG=file
-# reuses a log generated before instead of writing a new one; BASELINE=path/to/older/efawatch
-# times an earlier build in the same rounds and prints its ratio too, for "no worse than before")
+# Times `efawatch analyze` against `grep -c` and `wc -l` on the same file in the same run, on two
+# logs, and prints the ratios of wall and of CPU time (user+sys):
+#   all-NCCL  a generated NCCL log (SIZE_MB, default 1100), against grep -c 'NCCL INFO'
+#             (targets: single thread <= 2.5x, default threads <= 2.0x, wall)
+#   2%-NCCL   a chatty pod's log (CHATTY_MB, default 400): 49 training lines for each NCCL line,
+#             against grep -c NCCL (target: single thread <= 2.0x, wall)
+# efawatch runs with --threads 1 and with its default (one per CPU for a file this large; grep
+# uses one): the wall ratio is what a user waits, the CPU ratio what the machine pays.
+# Usage: bench/analyze.sh [path/to/efawatch]   (ROUNDS=5 by default; LOG=file reuses a generated
+# NCCL log instead of writing a new one; BASELINE=path/to/older/efawatch times an earlier build in
+# the same rounds and prints its ratio too, for "no worse than before"; THREADS=n replaces the
+# default-threads run's thread count)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bin=${1:-$root/build/bin/efawatch}
 size_mb=${SIZE_MB:-1100}
+chatty_mb=${CHATTY_MB:-400}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -21,7 +26,22 @@ else
   python3 "$here/gen_nccl_log.py" --fixtures "$root/tests/fixtures/nccl" --size-mb "$size_mb" \
     --out "$tmp/nccl.log"
 fi
-cat "$tmp/nccl.log" > /dev/null  # page cache warm for every contender
+# The chatty pod: each NCCL line of the generated log followed by 49 lines of training output.
+python3 - "$tmp/nccl.log" "$tmp/chatty.log" "$chatty_mb" <<'PY'
+import sys
+src, out, mb = sys.argv[1], sys.argv[2], int(sys.argv[3])
+limit, n = mb * 1000 * 1000, 0
+with open(src) as f, open(out, "w") as o:
+    while n < limit:
+        for line in f:
+            o.write(line)
+            for k in range(49):
+                o.write("step %d loss 0.%04d lr 3e-4 tokens/s 181234 mem 61.2GiB\n" % (n, k))
+            n += len(line) + 49 * 60
+            if n >= limit:
+                break
+        f.seek(0)
+PY
 
 # One run of a command (exit status ignored): sets wall and cpu (user+sys, which other load on
 # the machine disturbs less than wall time). Output goes to a file, not /dev/null: GNU grep
@@ -38,35 +58,47 @@ min() { if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc -l)" = 1 ]; then echo "$2"; e
 # CPU time: on a shared machine the load changes from second to second, and taking turns exposes
 # each one to the same load as the others.
 rounds=${ROUNDS:-5}
-t_grep="" c_grep="" t_wc="" c_wc="" t_ew="" c_ew="" t_base="" c_base=""
-for _ in $(seq "$rounds"); do
-  run grep -c 'NCCL INFO' "$tmp/nccl.log"
-  t_grep=$(min "$t_grep" "$wall") c_grep=$(min "$c_grep" "$cpu")
-  grep_count=$(cat "$tmp/out")
-  run wc -l "$tmp/nccl.log"
-  t_wc=$(min "$t_wc" "$wall") c_wc=$(min "$c_wc" "$cpu")
-  run "$bin" analyze ${THREADS:+--threads "$THREADS"} "$tmp/nccl.log"
-  t_ew=$(min "$t_ew" "$wall") c_ew=$(min "$c_ew" "$cpu")
+# bench_log NAME LOG PATTERN: the contenders on LOG, taking turns ROUNDS times.
+bench_log() {
+  local name=$1 log=$2 pattern=$3
+  cat "$log" > /dev/null  # page cache warm for every contender
+  t_grep="" c_grep="" t_wc="" c_wc="" t_one="" c_one="" t_ew="" c_ew="" t_base="" c_base=""
+  for _ in $(seq "$rounds"); do
+    run grep -c "$pattern" "$log"
+    t_grep=$(min "$t_grep" "$wall") c_grep=$(min "$c_grep" "$cpu")
+    grep_count=$(cat "$tmp/out")
+    run wc -l "$log"
+    t_wc=$(min "$t_wc" "$wall") c_wc=$(min "$c_wc" "$cpu")
+    run "$bin" analyze --threads 1 "$log"
+    t_one=$(min "$t_one" "$wall") c_one=$(min "$c_one" "$cpu")
+    run "$bin" analyze ${THREADS:+--threads "$THREADS"} "$log"
+    t_ew=$(min "$t_ew" "$wall") c_ew=$(min "$c_ew" "$cpu")
+    if [ -n "${BASELINE:-}" ]; then
+      run "$BASELINE" analyze --threads 1 "$log"
+      t_base=$(min "$t_base" "$wall") c_base=$(min "$c_base" "$cpu")
+    fi
+  done
+  local bytes lines
+  bytes=$(stat -L -c %s "$log")
+  lines=$(wc -l < "$log")
+  printf '\n%s: %d bytes, %d lines; %s CPUs; load average %s\n' "$name" "$bytes" "$lines" \
+    "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+  printf '                           wall (best of %d)   cpu user+sys (best of %d)\n' "$rounds" "$rounds"
+  printf "grep -c '%s':%*s %6.3f s           %6.3f s   (%s matching lines)\n" "$pattern" \
+    $((14 - ${#pattern})) "" "$t_grep" "$c_grep" "$grep_count"
+  printf 'wc -l:                     %6.3f s           %6.3f s\n' "$t_wc" "$c_wc"
+  printf 'efawatch analyze, 1 thread:%6.3f s           %6.3f s   (%.0f MB/s wall)\n' "$t_one" \
+    "$c_one" "$(echo "$bytes / $t_one / 1000000" | bc -l)"
+  printf 'efawatch analyze, threads %s:%6.3f s          %6.3f s\n' "${THREADS:-auto}" "$t_ew" "$c_ew"
+  printf 'ratio to grep -c, 1 thread: wall %.2f, cpu %.2f; threads %s: wall %.2f, cpu %.2f\n' \
+    "$(echo "$t_one / $t_grep" | bc -l)" "$(echo "$c_one / $c_grep" | bc -l)" "${THREADS:-auto}" \
+    "$(echo "$t_ew / $t_grep" | bc -l)" "$(echo "$c_ew / $c_grep" | bc -l)"
   if [ -n "${BASELINE:-}" ]; then
-    run "$BASELINE" analyze ${THREADS:+--threads "$THREADS"} "$tmp/nccl.log"
-    t_base=$(min "$t_base" "$wall") c_base=$(min "$c_base" "$cpu")
+    printf 'baseline, 1 thread:        %6.3f s           %6.3f s   (%s), ratio wall %.2f\n' \
+      "$t_base" "$c_base" "$BASELINE" "$(echo "$t_base / $t_grep" | bc -l)"
   fi
-done
-bytes=$(stat -L -c %s "$tmp/nccl.log")
-lines=$(wc -l < "$tmp/nccl.log")
-printf 'file: %d bytes, %d lines; %s CPUs, efawatch --threads %s; load average %s\n' "$bytes" \
-  "$lines" "$(nproc)" "${THREADS:-auto}" "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '                  wall (best of %d)   cpu user+sys (best of %d)\n' "$rounds" "$rounds"
-printf 'grep -c:          %6.3f s           %6.3f s   (%s matching lines)\n' "$t_grep" "$c_grep" \
-  "$grep_count"
-printf 'wc -l:            %6.3f s           %6.3f s\n' "$t_wc" "$c_wc"
-printf 'efawatch analyze: %6.3f s           %6.3f s   (%.0f MB/s wall)\n' "$t_ew" "$c_ew" \
-  "$(echo "$bytes / $t_ew / 1000000" | bc -l)"
-printf 'ratio efawatch / grep -c: wall %.2f, cpu %.2f (target <= 2.00)\n' \
-  "$(echo "$t_ew / $t_grep" | bc -l)" "$(echo "$c_ew / $c_grep" | bc -l)"
-if [ -n "${BASELINE:-}" ]; then
-  printf 'baseline analyze: %6.3f s           %6.3f s   (%s)\n' "$t_base" "$c_base" "$BASELINE"
-  printf 'ratio baseline / grep -c: wall %.2f, cpu %.2f\n' \
-    "$(echo "$t_base / $t_grep" | bc -l)" "$(echo "$c_base / $c_grep" | bc -l)"
-fi
-"$bin" analyze "$tmp/nccl.log" | head -1 || true
+  "$bin" analyze "$log" | head -1 || true
+}
+
+bench_log "all-NCCL (targets: 1 thread <= 2.5x, default <= 2.0x)" "$tmp/nccl.log" 'NCCL INFO'
+bench_log "2%-NCCL chatty pod (target: 1 thread <= 2.0x)" "$tmp/chatty.log" 'NCCL'

@@ -59,7 +59,7 @@ TEST(ProbeRecordsTest, FieldCountsMatchTheCodec) {
   EXPECT_EQ(testing::FieldCount<fabric::BandwidthResult>(), 11u);
   EXPECT_EQ(testing::FieldCount<fabric::BandwidthPoint>(), 5u);
   EXPECT_EQ(testing::FieldCount<fabric::RttSummary>(), 7u);
-  EXPECT_EQ(testing::FieldCount<fabric::FabricInfo>(), 15u);       // 4 carried, see CarriedFabric
+  EXPECT_EQ(testing::FieldCount<fabric::FabricInfo>(), 15u);  // 4 carried, see CarriedFabric
   // endpoint, peer: the caller's; background: the mesh's own
   EXPECT_EQ(testing::FieldCount<fabric::PingOptions>(), 8u);
   EXPECT_EQ(testing::FieldCount<fabric::BandwidthOptions>(), 9u);  // also stall_timeout
