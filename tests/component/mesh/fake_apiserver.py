@@ -55,13 +55,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         with open(self.server.args.request_log, "a") as log:
             log.write(self.path + "\n")
-        code, body = self.answer()
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.reply(*self.answer())
 
     def reply(self, code, body):
         data = json.dumps(body).encode()
