@@ -68,6 +68,15 @@ absl::StatusOr<std::unique_ptr<App>> App::Create(const Config& config, const com
 
 namespace {
 
+// The Kubernetes API connection the agent's own API users share (workload identity, signals).
+kube::ApiOptions KubeApiFrom(const Config& c) {
+  kube::ApiOptions api;
+  api.api_server = c.mesh_k8s_api;
+  api.token_file = c.mesh_k8s_token_file;
+  api.ca_file = c.mesh_k8s_ca_file;
+  return api;
+}
+
 // "efa_admin_queue_stuck" -> "EfaAdminQueueStuck": a NodeCondition reason is CamelCase.
 std::string CamelCase(std::string_view kind) {
   std::string out;
@@ -407,9 +416,7 @@ void App::CreateWorkloads() {
     return;
   }
   workloads::WorkloadWatcherOptions w;
-  w.api.api_server = config_.mesh_k8s_api;
-  w.api.token_file = config_.mesh_k8s_token_file;
-  w.api.ca_file = config_.mesh_k8s_ca_file;
+  w.api = KubeApiFrom(config_);
   w.node_name = config_.node_name;
   w.interval = config_.workload_interval;
   workloads_ = std::make_unique<workloads::WorkloadWatcher>(std::move(w));
@@ -428,10 +435,7 @@ void App::CreateSignals() {
                  config_.mesh_k8s_token_file);
     return;
   }
-  kube::ApiOptions api;
-  api.api_server = config_.mesh_k8s_api;
-  api.token_file = config_.mesh_k8s_token_file;
-  api.ca_file = config_.mesh_k8s_ca_file;
+  const kube::ApiOptions api = KubeApiFrom(config_);
   signals::KubeSignalsOptions o;
   o.node_name = config_.node_name;
   const char* pod = std::getenv("EFAWATCH_POD_NAME");
