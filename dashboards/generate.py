@@ -396,6 +396,15 @@ VERDICTS = [{"type": "value", "options": {
     "deliberate": {"color": "blue", "index": 3},
 }}]
 
+# The per-container verdict gauges the job and node views tabulate, with their column names.
+NCCL_VERDICTS = [
+    ("efawatch_nccl_tcp_fallback", "TCP fallback"),
+    ("efawatch_nccl_tcp_deliberate", "TCP by configuration"),
+    ("efawatch_nccl_loopback_misuse", "loopback"),
+    ("efawatch_nccl_net_plugin_missing", "net plugin missing"),
+    ("efawatch_nccl_gdr_disabled", "GPUDirect RDMA off"),
+]
+
 
 def on_tcp_now():
     """The fleet view's first panel: one row per container and verdict, with the pod's workload.
@@ -719,21 +728,14 @@ def node():
         w=24,
         links={"pod": [job_link_pod()]},
     )
-    verdicts = [
-        ("efawatch_nccl_tcp_fallback", "TCP fallback"),
-        ("efawatch_nccl_tcp_deliberate", "TCP by configuration"),
-        ("efawatch_nccl_loopback_misuse", "loopback"),
-        ("efawatch_nccl_net_plugin_missing", "net plugin missing"),
-        ("efawatch_nccl_gdr_disabled", "GPUDirect RDMA off"),
-    ]
     b.table(
         "Verdicts per container",
         [(f"max by (namespace, pod, container) ({in_workload(f'{m}{{{POD_SEL}}}')})", name)
-         for m, name in verdicts],
+         for m, name in NCCL_VERDICTS],
         columns={"namespace": "namespace", "pod": "pod", "container": "container"},
         w=24,
         links={"pod": [job_link_pod()]},
-        mappings={f"Value #{chr(ord('A') + i)}": YES_NO for i in range(len(verdicts))},
+        mappings={f"Value #{chr(ord('A') + i)}": YES_NO for i in range(len(NCCL_VERDICTS))},
     )
     b.table(
         "Findings",
@@ -876,22 +878,15 @@ def job():
         w=24,
         links={"node": [node_link(namespace="namespace", pod="pod")]},
     )
-    verdicts = [
-        ("efawatch_nccl_tcp_fallback", "TCP fallback"),
-        ("efawatch_nccl_tcp_deliberate", "TCP by configuration"),
-        ("efawatch_nccl_loopback_misuse", "loopback"),
-        ("efawatch_nccl_net_plugin_missing", "net plugin missing"),
-        ("efawatch_nccl_gdr_disabled", "GPUDirect RDMA off"),
-    ]
     b.table(
         "Pods: verdicts",
         [(f"max by (node, namespace, pod, container) "
-          f"({in_job_workload(f'{m}{{{POD_SEL}}}')})", name) for m, name in verdicts],
+          f"({in_job_workload(f'{m}{{{POD_SEL}}}')})", name) for m, name in NCCL_VERDICTS],
         columns={"node": "node", "namespace": "namespace", "pod": "pod",
                  "container": "container"},
         w=24,
         links={"node": [node_link(namespace="namespace", pod="pod")]},
-        mappings={f"Value #{chr(ord('A') + i)}": YES_NO for i in range(len(verdicts))},
+        mappings={f"Value #{chr(ord('A') + i)}": YES_NO for i in range(len(NCCL_VERDICTS))},
     )
     b.stat(
         "Pods on TCP fallback",

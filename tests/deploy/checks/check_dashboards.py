@@ -338,21 +338,15 @@ def self_test(boards, labels):
     def link_drops_vars(b):
         b[job]["links"][0]["includeVars"] = False
 
-    def cell_link_drops_time(b):
-        p = first(b, fleet, "table", "On TCP")
-        for o in p["fieldConfig"]["overrides"]:
-            for prop in o["properties"]:
-                if prop["id"] == "links":
-                    for link in prop["value"]:
-                        link["url"] = link["url"].replace("&${__url_time_range}", "")
-
-    def cell_link_drops_var(b):
-        p = first(b, fleet, "table", "On TCP")
-        for o in p["fieldConfig"]["overrides"]:
-            for prop in o["properties"]:
-                if prop["id"] == "links":
-                    for link in prop["value"]:
-                        link["url"] = link["url"].replace("&${cluster:queryparam}", "")
+    def cell_links_drop(text):
+        def mutate(b):
+            p = first(b, fleet, "table", "On TCP")
+            for o in p["fieldConfig"]["overrides"]:
+                for prop in o["properties"]:
+                    if prop["id"] == "links":
+                        for link in prop["value"]:
+                            link["url"] = link["url"].replace(text, "")
+        return mutate
 
     cases = [
         (no_thresholds, "has no thresholds"),
@@ -367,8 +361,8 @@ def self_test(boards, labels):
         (shared_legend, "has the legend of another query"),
         (all_nodes, "draws every node"),
         (link_drops_vars, "drops the variables or time range"),
-        (cell_link_drops_time, "drops the time range"),
-        (cell_link_drops_var, "drops $cluster"),
+        (cell_links_drop("&${__url_time_range}"), "drops the time range"),
+        (cell_links_drop("&${cluster:queryparam}"), "drops $cluster"),
     ]
     silent = []
     for breaks, complaint in cases:
