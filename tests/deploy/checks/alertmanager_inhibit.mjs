@@ -150,7 +150,15 @@ try {
 } catch (e) {
   errs.push(e.message);
 } finally {
+  // Alertmanager writes its state to the data directory as it stops: remove the directory only
+  // once it has exited (removing it at once raced with that write: ENOTEMPTY).
+  const exited = am.exitCode !== null || am.signalCode !== null
+    ? Promise.resolve()
+    : new Promise((resolve) => am.once("exit", resolve));
   am.kill("SIGTERM");
+  const hard = setTimeout(() => am.kill("SIGKILL"), 5000);
+  await exited;
+  clearTimeout(hard);
   rmSync(dir, { recursive: true, force: true });
 }
 
