@@ -98,9 +98,9 @@ bool VersionInRange(const std::string& v, int minor_lo, int patch_lo, int minor_
   size_t dot = v.find('.', 2);
   int patch =
       dot == std::string::npos ? 0 : internal::ParseInt(std::string_view(v).substr(dot + 1));
-  auto key = [](int a, int b) { return a * 1000 + b; };
-  return key(minor, patch) >= key(minor_lo, patch_lo) &&
-         key(minor, patch) <= key(minor_hi, patch_hi);
+  // Pairs, not minor * 1000 + patch: ParseInt saturates at 1e9, and a log may say anything.
+  const std::pair<int, int> at{minor, patch};
+  return at >= std::pair{minor_lo, patch_lo} && at <= std::pair{minor_hi, patch_hi};
 }
 
 Derived Derive(const State& st, const ProcState& p) {

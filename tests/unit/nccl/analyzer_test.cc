@@ -53,6 +53,15 @@ TEST(AnalyzerTest, ExtractsVersionFromBareAndInfoBanner) {
   EXPECT_EQ(r.processes[0].cuda_version, "13.0");
 }
 
+// A fuzzed log once made the version-range check overflow (minor * 1000 with minor saturated at
+// 1e9); the sanitizer build of this test fails on such undefined behaviour.
+TEST(AnalyzerTest, AbsurdVersionNumbersAreComparedWithoutOverflow) {
+  Report r = Analyze({"h:1:1 [0] NCCL INFO NCCL version 2.99999999999.99999999999+cuda12.3",
+                      "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"});
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].nccl_version, "2.99999999999.99999999999");
+}
+
 TEST(AnalyzerTest, ExtractsOfiPluginProviderFabricAndNics) {
   Report r = Analyze({
       "h:1:1 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.14.0",
