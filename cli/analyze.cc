@@ -282,6 +282,15 @@ void PrintText(const nccl::Report& r, std::ostream& out) {
 }  // namespace
 
 void ReexecWithHugePageHeap(char** argv) {
+  // The second start costs ~12 ms (a fifth of a 100 MB file's analysis); measured on a 400 MB
+  // log the huge pages save 0-5 %, so only inputs this large pay for it.
+  constexpr uint64_t kMinInputBytes = uint64_t{512} << 20;
+  uint64_t input_bytes = 0;
+  for (char** a = argv + 1; *a != nullptr; ++a) {
+    struct stat st {};
+    if (stat(*a, &st) == 0 && S_ISREG(st.st_mode)) input_bytes += static_cast<uint64_t>(st.st_size);
+  }
+  if (input_bytes < kMinInputBytes) return;
   constexpr std::string_view kTunable = "glibc.malloc.hugetlb";
   const char* current = std::getenv("GLIBC_TUNABLES");
   std::string tunables = current != nullptr ? current : "";

@@ -16,11 +16,12 @@ namespace efawatch::cli {
 // Returns 0 when there is no critical finding, 1 when there is one, 2 on a usage or I/O error
 // (one line on `err`).
 // `efawatch analyze` keeps state for every rank of a large job and visits it line after line;
-// on 4 KiB pages that working set misses the TLB on most lines. When glibc's
-// `glibc.malloc.hugetlb` tunable is not set yet, this re-executes the program with it set to 1
-// (glibc then asks for transparent huge pages for the heap: measured 1.3-1.5x faster on a
-// 2,000-rank log, bench/analyze.sh). A tunable the user set is left alone (=0 turns this off);
-// when exec fails, the program simply goes on.
+// on 4 KiB pages that working set can miss the TLB. When the regular files among the arguments
+// add up to 512 MiB or more and glibc's `glibc.malloc.hugetlb` tunable is not set yet, this
+// re-executes the program with it set to 1 (glibc then asks for transparent huge pages for the
+// heap). Smaller inputs are not worth the second start (~12 ms; the pages saved 0-5 % on a
+// 400 MB log, bench/analyze.sh). A tunable the user set is left alone (=0 turns this off); when
+// exec fails, the program simply goes on.
 void ReexecWithHugePageHeap(char** argv);
 
 // Exit codes of `efawatch analyze` (README): 0 no critical finding, 1 a critical finding,

@@ -7,7 +7,7 @@
 #include "daemon/logs/checkpoint_codec.h"
 #include "daemon/logs/json_shape.h"
 #include "lib/common/utf8.h"
-#include "lib/nccl/record_scanner.h"
+#include "lib/nccl/block_scanner.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::logs {
@@ -15,14 +15,6 @@ namespace {
 
 // "<time> <stream> P <text>": a record the runtime split; its first piece may lack the NCCL
 // token that a later piece carries, so partial pieces always reach the analyzer.
-bool IsCriPartial(std::string_view line) {
-  const size_t a = line.find(' ');
-  if (a == std::string_view::npos) return false;
-  const size_t b = line.find(' ', a + 1);
-  return b != std::string_view::npos && b + 2 < line.size() && line[b + 1] == 'P' &&
-         line[b + 2] == ' ';
-}
-
 common::Labels PodLabels(const LogSource& s) {
   return {{"namespace", s.namespace_name}, {"pod", s.pod}, {"container", s.container}};
 }
@@ -286,8 +278,12 @@ void PodAnalysis::OnLine(const LogSource& source, uint64_t line_no, std::string_
   Container& c = Get(source);
   ++c.lines;
   MarkWritten(c);
-  if (!nccl::MaybeNcclLine(line) && !IsCriPartial(line)) return;
-  Feed(*c.analyzer, c.source_name, line_no, line);
+  nccl::Analyzer& a = *c.analyzer;
+  if (!a.AwaitsContinuation(c.source_name) &&
+      !nccl::IsCandidateLine(line, a.options().max_line_bytes)) {
+    return;
+  }
+  Feed(a, c.source_name, line_no, line);
   c.needs_eval = true;
 }
 
@@ -296,13 +292,15 @@ void PodAnalysis::OnLines(const LogSource& source, uint64_t first_line_no, uint6
   Container& c = Get(source);
   c.lines += count;
   MarkWritten(c);
-  // The same lines as OnLine() would feed: those MaybeNcclLine() accepts and CRI partial pieces
-  // (which always hold " P "), found by one search per substring over the whole block.
-  nccl::ForEachMaybeNcclLine(block, " P ", [&](uint64_t index, std::string_view line, bool nccl) {
-    if (!nccl && !IsCriPartial(line)) return;
-    Feed(*c.analyzer, c.source_name, first_line_no + index, line);
-    c.needs_eval = true;
-  });
+  // The same lines as OnLine() would feed, found by one vector scan of the block (the same scan
+  // `efawatch analyze` runs): every other line is only counted.
+  nccl::Analyzer& a = *c.analyzer;
+  nccl::ForEachCandidateLine(block, a.options().max_line_bytes, a.AwaitsContinuation(c.source_name),
+                             [&](uint64_t index, std::string_view line) {
+                               Feed(a, c.source_name, first_line_no + index, line);
+                               c.needs_eval = true;
+                               return a.AwaitsContinuation(c.source_name);
+                             });
 }
 
 void PodAnalysis::OnSourceGone(const LogSource& source) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/string_view.h"
 #include "lib/common/utf8.h"
+#include "lib/nccl/block_scanner.h"
 #include "lib/nccl/record_scanner.h"
 #include "lib/nccl/state.h"
 #include "lib/nccl/text_util.h"
@@ -1093,6 +1094,21 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
   if (data.empty()) return 0;
   State* st = state_.get();
   const uint32_t source_idx = SourceIndex(st, source);
+  const Envelope env = st->options.envelope;
+  if (env == Envelope::kCri || env == Envelope::kDockerJson) {
+    // A forced envelope counts every line that does not parse as malformed: all are looked at.
+    uint64_t n = 0;
+    for (size_t start = 0; start < data.size(); ++n) {
+      size_t end = data.find('\n', start);
+      if (end == std::string_view::npos) end = data.size();
+      FeedLine(st, source_idx, first_line_no + n, data.substr(start, end - start), true);
+      start = end + 1;
+    }
+    return n;
+  }
+  // Lines the block scan passes over hold nothing the per-line path would react to; they are
+  // only counted. A split record's rest is fed even when it holds no needle.
+  PartialJoiner* joiner = st->sources[source_idx]->joiner.get();
   // The ESC bytes of the block are found by one forward scan instead of a memchr per line in
   // CleanLine: `next_esc` is the first one at or after the current line (size() when none).
   auto find_esc = [&](size_t from) {
@@ -1101,18 +1117,32 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
                         : static_cast<size_t>(static_cast<const char*>(e) - data.data());
   };
   size_t next_esc = find_esc(0);
-  uint64_t n = 0;
-  size_t start = 0;
-  while (start < data.size()) {
-    const void* nl = memchr(data.data() + start, '\n', data.size() - start);
-    size_t end = nl == nullptr ? data.size()
-                               : static_cast<size_t>(static_cast<const char*>(nl) - data.data());
-    if (next_esc < start) next_esc = find_esc(start);
-    FeedLine(st, source_idx, first_line_no + n, data.substr(start, end - start), next_esc < end);
-    ++n;
-    start = end + 1;
-  }
+  uint64_t fed = 0;
+  const uint64_t n = ForEachCandidateLine(
+      data, st->options.max_line_bytes, joiner->pending(),
+      [&](uint64_t index, std::string_view line) {
+        const auto start = static_cast<size_t>(line.data() - data.data());
+        if (next_esc < start) next_esc = find_esc(start);
+        FeedLine(st, source_idx, first_line_no + index, line, next_esc < start + line.size());
+        ++fed;
+        return joiner->pending();
+      });
+  st->counters.lines += n - fed;
   return n;
+}
+
+bool Analyzer::AwaitsContinuation(std::string_view source) const {
+  const State* st = state_.get();
+  auto it = st->source_index.find(absl::string_view(source.data(), source.size()));
+  uint32_t idx = 0;
+  if (it != st->source_index.end()) {
+    idx = it->second;
+  } else if (!st->sources.empty() && st->sources.size() >= st->options.max_sources) {
+    idx = static_cast<uint32_t>(st->sources.size() - 1);  // where SourceIndex() puts it
+  } else {
+    return false;
+  }
+  return st->sources[idx]->joiner->pending();
 }
 
 }  // namespace efawatch::nccl

@@ -53,8 +53,14 @@ class Analyzer {
   // Feeds every line of `data` (split at '\n'; the last line may lack its newline), numbered
   // from `first_line_no`: the same as Feed() for each line, but cheaper for blocks of many
   // lines (the source is looked up once, some per-line checks run once per block). Returns the
-  // number of lines fed.
+  // number of lines fed. Lines that hold nothing the analyzer reacts to (IsCandidateLine() in
+  // block_scanner.h) are only counted, found by one vector scan of the block.
   uint64_t FeedLines(std::string_view source, uint64_t first_line_no, std::string_view data);
+
+  // Whether `source`'s last line was a piece of a split record (CRI "P", docker json-file
+  // without its newline) whose rest has not come yet: a caller that skips lines must feed the
+  // next one whatever it holds.
+  bool AwaitsContinuation(std::string_view source) const;
 
   // The report for everything fed so far (processes, findings, summary). Cost grows with the
   // number of processes and communicators, not with the number of lines.

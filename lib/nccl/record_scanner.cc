@@ -268,50 +268,6 @@ size_t ForwardInfoPrefix(std::string_view line, Record* r) {
 
 }  // namespace
 
-bool MaybeNcclLine(std::string_view line) {
-  return Find(line, "NCCL", 0) != std::string_view::npos ||
-         Find(line, " INFO ", 0) != std::string_view::npos ||
-         Find(line, " WARN ", 0) != std::string_view::npos;
-}
-
-void ForEachMaybeNcclLine(std::string_view block, std::string_view also,
-                          absl::FunctionRef<void(uint64_t, std::string_view, bool)> visit) {
-  constexpr size_t kNone = std::string_view::npos;
-  // The next occurrence of each substring at or after the current line (kNone: no more). None
-  // holds a newline, so an occurrence that starts inside a line ends inside it.
-  constexpr std::string_view kNeedles[3] = {"NCCL", " INFO ", " WARN "};
-  size_t next[3];
-  for (size_t k = 0; k < 3; ++k) next[k] = Find(block, kNeedles[k], 0);
-  size_t next_also = also.empty() ? kNone : Find(block, also, 0);
-  const char* base = block.data();
-  uint64_t index = 0;  // the number of the line starting at `start`
-  size_t start = 0;
-  while (start < block.size()) {
-    for (size_t k = 0; k < 3; ++k) {
-      if (next[k] != kNone && next[k] < start) next[k] = Find(block, kNeedles[k], start);
-    }
-    if (next_also != kNone && next_also < start) next_also = Find(block, also, start);
-    const size_t hit = std::min({next[0], next[1], next[2], next_also});
-    if (hit == kNone) return;
-    // Jump to the line holding the next occurrence: the lines between are only counted (a
-    // vectorized count of newlines), never visited one by one. On a chatty pod's log, where
-    // one line in fifty is NCCL's, this is what keeps the agent near grep's speed.
-    if (const void* prev = memrchr(base + start, '\n', hit - start); prev != nullptr) {
-      const size_t line_start = static_cast<size_t>(static_cast<const char*>(prev) - base) + 1;
-      index += static_cast<uint64_t>(std::count(base + start, base + line_start, '\n'));
-      start = line_start;
-    }
-    const void* nl = memchr(base + hit, '\n', block.size() - hit);
-    const size_t end =
-        nl == nullptr ? block.size() : static_cast<size_t>(static_cast<const char*>(nl) - base);
-    // Every occurrence is at or after `hit`, so one before `end` lies on this line.
-    const bool nccl = next[0] < end || next[1] < end || next[2] < end;
-    visit(index, block.substr(start, end - start), nccl);
-    ++index;
-    start = end + 1;
-  }
-}
-
 size_t FindRecords(std::string_view line, std::vector<Record>* out) {
   out->clear();
   size_t floor = 0;

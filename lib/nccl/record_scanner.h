@@ -4,8 +4,6 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/functional/function_ref.h"
-
 // Finds NCCL log records inside one (already unwrapped) physical line. Pure functions over
 // string_views: no allocation besides the output vector, no regular expressions, no
 // backtracking: every byte is looked at a bounded number of times.
@@ -26,20 +24,6 @@ struct Record {
   std::string_view message;   // text after "NCCL INFO " (right-trimmed)
   std::string_view full;      // from the prefix to the end of the message
 };
-
-// Cheap pre-filter (three substring searches): false means the line certainly holds no NCCL record,
-// banner or NCCL_* setting, so a caller may skip it (the daemon uses it to ignore pods without
-// NCCL).
-bool MaybeNcclLine(std::string_view line);
-
-// MaybeNcclLine() over a block of lines ('\n'-separated; the last one may lack its newline):
-// calls `visit(index, line, nccl)` in order for every line (0-based `index`, without its
-// newline) that MaybeNcclLine() accepts (`nccl` true) or that contains `also` when it is not
-// empty (`nccl` false unless the line is accepted too); other lines are skipped. Each substring
-// is searched once per occurrence in the whole block instead of once per line, so a line that
-// holds none of them costs only the search for its newline.
-void ForEachMaybeNcclLine(std::string_view block, std::string_view also,
-                          absl::FunctionRef<void(uint64_t, std::string_view, bool)> visit);
 
 // Clears `out`, appends every record of `line` in order (a terminal copy can join several onto
 // one line) and returns how many were found. Exact duplicates on one line (CloudWatch consoles

@@ -76,7 +76,7 @@ class PartialJoiner {
   // Adds the last piece; returns the whole record, valid until the next call. `*truncated`
   // is set when pieces were dropped.
   std::string_view Complete(std::string_view last, bool* truncated);
-  bool pending() const { return !buffer_.empty(); }
+  bool pending() const { return !buffer_.empty() || truncated_; }
 
  private:
   size_t max_bytes_;

@@ -118,6 +118,39 @@ TEST(PodAnalysisTest, BlocksGiveTheSameVerdictAsSingleLines) {
   }
 }
 
+// The agent skips lines by the same scan as `efawatch analyze`, so it must reach the verdict
+// the analyzer reaches on every line: including an echoed FI_ setting (no "NCCL" in it) and a
+// record the runtime split at "NC|CL", whose last piece holds no needle.
+TEST(PodAnalysisTest, AgentReachesTheVerdictOfTheAnalyzerOnEveryLine) {
+  for (const std::string fixture :
+       {"socket-fallback-plugin-missing-2.19.log", "efa-ofi-healthy-2.21.log"}) {
+    SCOPED_TRACE(fixture);
+    auto lines = MixedCriLog(fixture);
+    lines.push_back(Cri("export FI_PROVIDER=tcp"));
+    lines.push_back(Cri("node-c:9:9 [0] NC", 'P'));
+    lines.push_back(Cri("CL INFO Using network Socket"));
+    const LogSource src = Source();
+    Fed f;
+    std::string block;
+    for (const auto& l : lines) block += l + "\n";
+    f.pods.OnLines(src, 1, lines.size(), block);
+    f.pods.OnPassComplete();
+    nccl::AnalyzerOptions o;
+    o.envelope = nccl::Envelope::kCri;
+    o.group_by_source = true;
+    nccl::Analyzer every_line(o);
+    for (size_t i = 0; i < lines.size(); ++i) every_line.Feed(src.path.string(), i + 1, lines[i]);
+    const nccl::Report r = every_line.Snapshot();
+    bool saw_c = false;
+    for (const auto& p : r.processes) saw_c = saw_c || p.host == "node-c";
+    EXPECT_TRUE(saw_c);
+    const auto v = f.pods.Verdicts();
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_TRUE(v[0].nccl == nccl::VerdictOf(r)) << v[0].nccl.transport << " " << v[0].nccl.network;
+    EXPECT_EQ(v[0].nccl_lines, every_line.counters().nccl_lines);
+  }
+}
+
 TEST(PodAnalysisTest, LinesWithoutNcclOnlyMoveTheLineCount) {
   const LogSource src = Source();
   Fed f;

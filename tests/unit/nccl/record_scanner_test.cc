@@ -138,57 +138,6 @@ TEST(RecordScannerTest, FindsVersionBanner) {
   EXPECT_FALSE(FindVersionBanner("NCCL version x", &v, &cuda));
 }
 
-TEST(RecordScannerTest, PreFilter) {
-  EXPECT_TRUE(MaybeNcclLine("h:1:2 [0] NCCL INFO x"));
-  EXPECT_TRUE(MaybeNcclLine("h:1:2 [0] INFO x"));
-  EXPECT_TRUE(MaybeNcclLine("export NCCL_SOCKET_IFNAME=lo"));
-  EXPECT_FALSE(MaybeNcclLine("GET /healthz 200"));
-}
-
-// The block pre-filter must pick exactly the lines MaybeNcclLine() picks, one by one, whatever
-// wraps them (CRI, docker json, launcher prefixes), plus the lines holding `also`.
-TEST(RecordScannerTest, BlockPreFilterPicksTheLinesMaybeNcclLinePicks) {
-  const std::vector<std::string> lines = {
-      "step 1 loss 0.25",
-      "2026-12-02T10:00:00.000000001Z stdout F h:1:2 [0] NCCL INFO Using network Socket",
-      "2026-12-02T10:00:00.000000001Z stdout F step 2 loss 0.24",
-      R"({"log":"h:1:2 [0] NCCL WARN NET/OFI fi_getinfo failed\n","stream":"stdout"})",
-      "[1,0]<stdout>:h:1:2 [0] INFO legacy record",
-      "2026-12-02T10:00:00.000000001Z stderr P first piece without the token",
-      "",
-      "(RayTrainWorker pid=7) export NCCL_SOCKET_IFNAME=lo",
-      "a line that ends in WARN",
-      "x WARN y NCCL",
-      "GET /healthz 200",
-  };
-  std::string block;
-  for (const auto& l : lines) block += l + "\n";
-  for (const bool with_also : {false, true}) {
-    std::vector<std::string> got;
-    ForEachMaybeNcclLine(block, with_also ? " P " : "",
-                         [&](uint64_t index, std::string_view line, bool nccl) {
-                           ASSERT_LT(index, lines.size());
-                           EXPECT_EQ(line, lines[index]);
-                           EXPECT_EQ(nccl, MaybeNcclLine(line)) << line;
-                           got.push_back(std::to_string(index));
-                         });
-    std::vector<std::string> want;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      if (MaybeNcclLine(lines[i]) || (with_also && lines[i].find(" P ") != std::string::npos)) {
-        want.push_back(std::to_string(i));
-      }
-    }
-    EXPECT_EQ(got, want) << "also=" << with_also;
-  }
-  // The block's last line may lack its newline.
-  std::vector<uint64_t> last;
-  ForEachMaybeNcclLine("a\nb NCCL", "", [&](uint64_t index, std::string_view line, bool) {
-    EXPECT_EQ(line, "b NCCL");
-    last.push_back(index);
-  });
-  EXPECT_EQ(last, std::vector<uint64_t>{1});
-}
-
 // The forward prefix parser reads host names eight bytes at a time: every length around the
 // word size, and each byte that ends a host name, must give the same record as a byte loop.
 TEST(RecordScannerTest, HostNamesOfEveryLengthAroundTheWordSize) {

@@ -1,0 +1,241 @@
+#include "lib/nccl/block_scanner.h"
+
+#include <array>
+#include <cstring>
+
+#include "lib/nccl/text_util.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace efawatch::nccl {
+namespace {
+
+using internal::Hit;
+
+using internal::FindIn;
+
+constexpr size_t kNone = std::string_view::npos;
+
+bool At(const char* s, size_t n, size_t pos, std::string_view needle) {
+  return pos <= n && n - pos >= needle.size() && memcmp(s + pos, needle.data(), needle.size()) == 0;
+}
+
+// The byte of each needle the scan looks for: the rarest one in ordinary log text, or a pair
+// (previous byte, this byte) where no single byte is rare enough. Verify() below tells whether
+// the needle really is there.
+constexpr std::array<bool, 256> kAnchor = [] {
+  std::array<bool, 256> t{};
+  for (unsigned char c : {'N', 'F', '#', '\0', '\x1b', '{', 'P', ':', 'r', 't', 'a', 'j'}) {
+    t[c] = true;
+  }
+  return t;
+}();
+
+// Whether a needle of IsCandidateLine() covers s[pos] (an anchor byte). No needle holds a
+// newline, so a match lies inside the line that holds `pos`.
+EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos) {
+  switch (s[pos]) {
+    case 'N':
+      return At(s, n, pos, "NCCL") || (pos >= 2 && At(s, n, pos - 2, " INFO ")) ||
+             (pos >= 4 && At(s, n, pos - 4, " WARN "));
+    case 'F':
+      return At(s, n, pos, "FI_");
+    case '#':
+    case '\0':
+    case '\x1b':
+      return true;
+    case '{':
+      return pos == 0 || s[pos - 1] == '\n';
+    case 'P':
+      return pos >= 1 && At(s, n, pos - 1, " P ");
+    case ':':
+      return pos >= 9 && At(s, n, pos - 9, "libfabric:");
+    case 'r':
+      return pos >= 1 && At(s, n, pos - 1, "[repeated ");
+    case 't':
+    case 'a':
+    case 'j':
+      return pos >= 1 && s[pos - 1] == ':' &&
+             (At(s, n, pos - 1, ":task_") || At(s, n, pos - 1, ":actor_name:") ||
+              At(s, n, pos - 1, ":job_id:"));
+    default:
+      return false;
+  }
+}
+
+// Byte by byte over s[from, end) where `line_start` starts the line holding `from`.
+Hit ScanBytes(const char* s, size_t n, size_t from, size_t end, size_t line_start,
+              size_t long_line_bytes, uint64_t newlines) {
+  for (size_t pos = from; pos < end; ++pos) {
+    const unsigned char c = static_cast<unsigned char>(s[pos]);
+    if (c == '\n') {
+      ++newlines;
+      line_start = pos + 1;
+      continue;
+    }
+    if (pos - line_start == long_line_bytes || (kAnchor[c] && Verify(s, n, pos))) {
+      return {pos, newlines};
+    }
+  }
+  return {n, newlines};
+}
+
+// Line by line with the reference predicate: where the vector scan is not available.
+Hit ScanLines(const char* s, size_t n, size_t from, size_t long_line_bytes) {
+  uint64_t newlines = 0;
+  while (from < n) {
+    const void* nl = memchr(s + from, '\n', n - from);
+    const size_t end = nl == nullptr ? n : static_cast<size_t>(static_cast<const char*>(nl) - s);
+    if (IsCandidateLine(std::string_view(s + from, end - from), long_line_bytes)) {
+      return {from, newlines};
+    }
+    if (nl == nullptr) break;
+    ++newlines;
+    from = end + 1;
+  }
+  return {n, newlines};
+}
+
+#if defined(__x86_64__)
+// The anchors of kAnchor in eight groups, one bit each: a group matches a byte when the byte is
+// in `cur` and the byte before it is in `prev` (empty: any byte). A byte's groups are looked up
+// by its two nibbles (two table lookups, ANDed; the "shufti" technique of Hyperscan), so a group
+// also matches the other bytes made of its bytes' nibbles (0x0b, 0x10, 'd', 'q', 'z'): Verify()
+// rejects them, and they are rare in logs.
+struct Group {
+  std::string_view cur;
+  std::string_view prev;
+};
+constexpr std::array<Group, 8> kGroups = {{
+    {"NF", ""},
+    {"#", ""},
+    {std::string_view("\0\x1b", 2), ""},
+    {"{", "\n"},
+    {"P", " "},
+    {":", "c"},
+    {"r", "["},
+    {"taj", ":"},
+}};
+constexpr uint8_t kAnyPrev = 0x07;  // the groups without a `prev`
+
+// The 16-entry table of group bits for the low (`shift` 0) or high (4) nibble of `cur` or
+// `prev` bytes.
+constexpr std::array<uint8_t, 16> NibbleTable(bool of_prev, int shift) {
+  std::array<uint8_t, 16> t{};
+  for (size_t g = 0; g < kGroups.size(); ++g) {
+    for (char c : of_prev ? kGroups[g].prev : kGroups[g].cur) {
+      t[(static_cast<unsigned char>(c) >> shift) & 0x0f] |= static_cast<uint8_t>(1u << g);
+    }
+  }
+  return t;
+}
+constexpr std::array<uint8_t, 16> kCurLo = NibbleTable(false, 0);
+constexpr std::array<uint8_t, 16> kCurHi = NibbleTable(false, 4);
+constexpr std::array<uint8_t, 16> kPrevLo = NibbleTable(true, 0);
+constexpr std::array<uint8_t, 16> kPrevHi = NibbleTable(true, 4);
+
+__attribute__((target("avx2"))) inline __m256i Table(const std::array<uint8_t, 16>& t) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data())));
+}
+
+// The group bits of each byte of `v`.
+__attribute__((target("avx2"), always_inline)) inline __m256i Groups(__m256i v, __m256i lo_table,
+                                                                     __m256i hi_table) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i lo = _mm256_and_si256(v, low4);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+  return _mm256_and_si256(_mm256_shuffle_epi8(lo_table, lo), _mm256_shuffle_epi8(hi_table, hi));
+}
+
+// 32 bytes per step: one mask of the anchor bytes (a byte and the one before it, from a second
+// load one byte back) and one of the newlines; only the set bits are looked at one by one.
+// `from` starts a line. Positions the vector loop cannot cover (the first byte of the block,
+// the tail) go through ScanBytes(), which applies the same rules.
+__attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t from,
+                                             size_t long_line_bytes) {
+  uint64_t newlines = 0;
+  size_t line_start = from;
+  size_t i = from;
+  if (i == 0) {
+    Hit h = ScanBytes(s, n, 0, n < 1 ? n : 1, 0, long_line_bytes, 0);
+    if (h.pos != n) return h;
+    newlines = h.newlines;
+    line_start = newlines != 0 ? 1 : 0;
+    i = 1;
+  }
+  const __m256i cur_lo = Table(kCurLo), cur_hi = Table(kCurHi);
+  const __m256i prev_lo = Table(kPrevLo), prev_hi = Table(kPrevHi);
+  const __m256i any_prev = _mm256_set1_epi8(kAnyPrev);
+  const __m256i newline = _mm256_set1_epi8('\n');
+  const __m256i zero = _mm256_setzero_si256();
+  while (i + 32 <= n) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+    const __m256i p = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i - 1));
+    const __m256i m = _mm256_and_si256(Groups(a, cur_lo, cur_hi),
+                                       _mm256_or_si256(Groups(p, prev_lo, prev_hi), any_prev));
+    auto mask = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero)));
+    const auto nl_mask = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, newline)));
+    // The line running into this step is too long at line_start + long_line_bytes, unless it
+    // ends first (a later line in the step is shorter than the step).
+    if (line_start + long_line_bytes < i + 32) {
+      const size_t q = line_start + long_line_bytes;
+      const size_t first_nl =
+          nl_mask == 0 ? i + 32 : i + static_cast<size_t>(__builtin_ctz(nl_mask));
+      if (q >= i && q < first_nl) mask |= 1u << (q - i);
+    }
+    while (mask != 0) {
+      const auto bit = static_cast<unsigned>(__builtin_ctz(mask));
+      const size_t pos = i + bit;
+      if (pos == line_start + long_line_bytes || Verify(s, n, pos)) {
+        const uint32_t below = bit == 0 ? 0 : nl_mask & ((1u << bit) - 1);
+        return {pos, newlines + static_cast<uint64_t>(__builtin_popcount(below))};
+      }
+      mask &= mask - 1;
+    }
+    if (nl_mask != 0) {
+      newlines += static_cast<uint64_t>(__builtin_popcount(nl_mask));
+      line_start = i + 32 - static_cast<size_t>(__builtin_clz(nl_mask));
+    }
+    i += 32;
+  }
+  return ScanBytes(s, n, i, n, line_start, long_line_bytes, newlines);
+}
+
+bool HaveAvx2() {
+  static const bool have = __builtin_cpu_supports("avx2");
+  return have;
+}
+#endif
+
+}  // namespace
+
+namespace internal {
+
+Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes) {
+#if defined(__x86_64__)
+  // The pair anchors look one byte back and the long-line check assumes a line longer than
+  // one step is found by the step it ends in; below 64 bytes the line scan is exact anyway.
+  if (long_line_bytes >= 64 && HaveAvx2()) return ScanAvx2(s, n, from, long_line_bytes);
+#endif
+  return ScanLines(s, n, from, long_line_bytes);
+}
+
+}  // namespace internal
+
+bool IsCandidateLine(std::string_view line, size_t long_line_bytes) {
+  if (line.size() > long_line_bytes) return true;
+  if (line.empty()) return false;
+  if (line[0] == '{') return true;
+  for (char c : {'\0', '\x1b', '#'}) {
+    if (memchr(line.data(), c, line.size()) != nullptr) return true;
+  }
+  for (std::string_view needle : {"NCCL", " INFO ", " WARN ", "FI_", "libfabric:", " P ",
+                                  "[repeated ", ":task_", ":actor_name:", ":job_id:"}) {
+    if (FindIn(line, needle) != kNone) return true;
+  }
+  return false;
+}
+
+}  // namespace efawatch::nccl

@@ -1,0 +1,78 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+// Picks, out of a block of log lines, the lines the analyzer's per-line path could do anything
+// with besides counting them, at close to memory-search speed: on a pod log where one line in
+// fifty is NCCL's, the other 49 cost what grep pays for them, not a parse each. The daemon's
+// tailer and `efawatch analyze` both go through here, so they see the same lines.
+namespace efawatch::nccl {
+
+// True when `line` (one physical line, without its newline) holds anything the per-line path
+// reacts to: a record or banner ("NCCL", legacy " INFO "/" WARN "), an echoed setting ("FI_";
+// "NCCL_" is covered by "NCCL"), a libfabric warning ("libfabric:"), an nccl-tests header or
+// comment ('#'), Ray's dedup suffix ("[repeated ") and task markers (":task_", ":actor_name:",
+// ":job_id:"), a CRI partial piece (" P "), a docker json-file line (starts with '{'), bytes
+// that make it junk or hide text (NUL, ESC), or more than `long_line_bytes` (counted as
+// truncated). Any other line the analyzer only counts. The reference for the block scan below.
+bool IsCandidateLine(std::string_view line, size_t long_line_bytes);
+
+namespace internal {
+
+// Where the next candidate line is found: `pos` lies inside it (n when there is none), and
+// `newlines` is the number of '\n' in [from, pos). `from` starts a line.
+struct Hit {
+  size_t pos;
+  uint64_t newlines;
+};
+Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes);
+
+}  // namespace internal
+
+// Calls `visit(index, line)` in order for every line of `block` ('\n'-separated, 0-based
+// `index`, without its newline; the last line may lack its newline) that IsCandidateLine()
+// accepts, for the first line when `visit_first`, and for the line after any line whose visit
+// returned true (the caller's partial-record joiner awaits the rest of a split record, which
+// need not hold a needle). Returns the number of lines in `block`. Other lines are only counted:
+// one pass over the block compares 32 bytes at a time against the needles' rarest bytes (AVX2;
+// elsewhere a line-by-line search) and checks the few places that match. A template, not a
+// function taking a callback: on an all-NCCL log it runs once per line.
+template <typename Visit>
+uint64_t ForEachCandidateLine(std::string_view block, size_t long_line_bytes, bool visit_first,
+                              Visit&& visit) {
+  const char* s = block.data();
+  const size_t n = block.size();
+  uint64_t index = 0;  // the number of the line starting at `start`
+  size_t start = 0;
+  bool next_too = visit_first;
+  while (start < n) {
+    size_t line_start = start;
+    size_t pos = start;
+    if (!next_too) {
+      const internal::Hit hit = internal::NextCandidate(s, n, start, long_line_bytes);
+      if (hit.pos >= n) {
+        // Only counted: the newlines, plus a last line without one.
+        return index + hit.newlines + (s[n - 1] != '\n' ? 1 : 0);
+      }
+      index += hit.newlines;
+      pos = hit.pos;
+      // No newline before the hit: it is on the line at `start` (always, on an all-NCCL log).
+      if (hit.newlines != 0) {
+        line_start = static_cast<size_t>(
+                         static_cast<const char*>(memrchr(s + start, '\n', pos - start)) - s) +
+                     1;
+      }
+    }
+    const void* nl = memchr(s + pos, '\n', n - pos);
+    const size_t end = nl == nullptr ? n : static_cast<size_t>(static_cast<const char*>(nl) - s);
+    next_too = visit(index, block.substr(line_start, end - line_start));
+    ++index;
+    start = end + 1;
+  }
+  return index;
+}
+
+}  // namespace efawatch::nccl

@@ -1,0 +1,186 @@
+#include "lib/nccl/block_scanner.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "lib/nccl/analyzer.h"
+#include "lib/nccl/report_json.h"
+
+namespace efawatch::nccl {
+namespace {
+
+constexpr size_t kLong = 65536;
+
+// The indices ForEachCandidateLine() visits (never asking for the next line), checking that
+// each visited line is the block's line of that index and the returned count.
+std::vector<uint64_t> Visited(const std::vector<std::string>& lines, size_t long_line_bytes,
+                              bool trailing_newline = true) {
+  std::string block;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    block += lines[i];
+    if (trailing_newline || i + 1 < lines.size()) block += '\n';
+  }
+  std::vector<uint64_t> got;
+  const uint64_t n = ForEachCandidateLine(block, long_line_bytes, false,
+                                          [&](uint64_t index, std::string_view line) {
+                                            EXPECT_LT(index, lines.size());
+                                            if (index < lines.size()) {
+                                              EXPECT_EQ(line, lines[index]);
+                                            }
+                                            got.push_back(index);
+                                            return false;
+                                          });
+  size_t want_lines = lines.size();
+  if (!trailing_newline && !lines.empty() && lines.back().empty()) --want_lines;
+  EXPECT_EQ(n, want_lines);
+  return got;
+}
+
+std::vector<uint64_t> Expected(const std::vector<std::string>& lines, size_t long_line_bytes) {
+  std::vector<uint64_t> want;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (IsCandidateLine(lines[i], long_line_bytes)) want.push_back(i);
+  }
+  return want;
+}
+
+TEST(BlockScannerTest, CandidateLinesHoldWhatTheAnalyzerReadsAndNothingElse) {
+  for (const char* line : {
+           "h:1:2 [0] NCCL INFO Using network Socket",
+           "h:1:2 [0] INFO legacy record",
+           "h:1:2 [0] misc/ibvwrap.cc:12 WARN legacy warning",
+           "NCCL version 2.19.3+cuda12.3",
+           "export FI_PROVIDER=tcp",
+           "libfabric:1234:1700000000::efa:core:efa_getinfo():1 provider efa output empty list",
+           "#  Rank  0 Group  0 Pid  12 on  node-a device  0 [0x53] NVIDIA H100",
+           "2026-12-02T10:00:00.000000001Z stdout P the first piece of a long line",
+           R"({"log":"step 1\n","stream":"stdout","time":"2026-12-02T10:00:00Z"})",
+           "(RayTrainWorker pid=7) step 3 [repeated 7x across cluster]",
+           ":task_name:RayTrainWorker.__init__",
+           ":actor_name:RayTrainWorker",
+           ":job_id:01000000",
+           "step 1\x1b[0m loss",
+       }) {
+    EXPECT_TRUE(IsCandidateLine(line, kLong)) << line;
+  }
+  EXPECT_TRUE(IsCandidateLine(std::string_view("bin\0ary", 7), kLong));
+  for (const char* line :
+       {"", "step 1 loss 0.25 lr 3e-4", "GET /healthz 200",
+        "2026-12-02T10:00:00.000000001Z stdout F step 2 loss 0.24", "a line that ends in WARN",
+        "Info: INFORMATION nccl lower case", "PyTorch FSDP wrapped 12 modules",
+        "epoch: 3 ratio: 0.5 url: http://x"}) {
+    EXPECT_FALSE(IsCandidateLine(line, kLong)) << line;
+  }
+  EXPECT_TRUE(IsCandidateLine(std::string(101, 'x'), 100));
+  EXPECT_FALSE(IsCandidateLine(std::string(100, 'x'), 100));
+}
+
+// The vector scan looks 32 bytes at a time and at pairs of bytes: every needle at every offset
+// around a step boundary, on the first line and later ones, must be found, and nothing else.
+TEST(BlockScannerTest, FindsEveryNeedleAtEveryOffset) {
+  const std::vector<std::string> needles = {
+      "NCCL",       " INFO ", " WARN ",       "FI_",      "libfabric:", " P ",
+      "[repeated ", ":task_", ":actor_name:", ":job_id:", "#",          std::string(1, '\0'),
+      "\x1b",       "NCC",    " INF",         "FI",       "ibfabric:",  "[repeate",
+      ":task",      ":job_i", "P ",           " P",       "{",
+  };
+  for (const std::string& needle : needles) {
+    for (size_t offset = 0; offset < 70; ++offset) {
+      for (size_t first = 0; first < 3; ++first) {
+        std::vector<std::string> lines(first, "step 1 loss 0.25 lr 3e-4 and more text here");
+        lines.push_back(std::string(offset, 'x') + needle + "yy");
+        lines.emplace_back("ordinary training chatter without anything of interest, long enough");
+        lines.push_back("{" + needle);  // a docker json-file line starts with '{'
+        lines.emplace_back("x{not at the start} again enough text to fill a step or two of it");
+        EXPECT_EQ(Visited(lines, 4096), Expected(lines, 4096))
+            << "needle=" << needle << " offset=" << offset << " first=" << first;
+      }
+    }
+  }
+}
+
+TEST(BlockScannerTest, LinesLongerThanTheLimitAreVisitedWhereverTheyStart) {
+  for (size_t limit : {64u, 100u, 300u}) {
+    for (size_t lead = 0; lead < 40; ++lead) {
+      std::vector<std::string> lines = {std::string(lead, 'a')};
+      for (size_t len : {limit - 1, limit, limit + 1, 2 * limit + 7, size_t{3}, limit + 33}) {
+        lines.push_back(std::string(len, 'b'));
+      }
+      EXPECT_EQ(Visited(lines, limit), Expected(lines, limit)) << limit << " " << lead;
+      EXPECT_EQ(Visited(lines, limit, false), Expected(lines, limit)) << limit << " " << lead;
+    }
+  }
+}
+
+TEST(BlockScannerTest, CountsLinesWithAndWithoutTheLastNewline) {
+  auto count = [](std::string_view block) {
+    return ForEachCandidateLine(block, kLong, false,
+                                [](uint64_t, std::string_view) { return false; });
+  };
+  EXPECT_EQ(count(""), 0u);
+  EXPECT_EQ(count("\n"), 1u);
+  EXPECT_EQ(count("a"), 1u);
+  EXPECT_EQ(count("a\nb\n"), 2u);
+  EXPECT_EQ(count("a\nb"), 2u);
+  EXPECT_EQ(count(std::string(1000, '\n')), 1000u);
+  std::vector<uint64_t> last;
+  ForEachCandidateLine("a\nb NCCL", kLong, false, [&](uint64_t index, std::string_view line) {
+    EXPECT_EQ(line, "b NCCL");
+    last.push_back(index);
+    return false;
+  });
+  EXPECT_EQ(last, std::vector<uint64_t>{1});
+}
+
+// A visit that returns true (a split record awaits its rest) gets the next line too, needle or
+// not; `visit_first` does the same across blocks.
+TEST(BlockScannerTest, TheLineAfterAnUnfinishedRecordIsVisited) {
+  const std::string block =
+      "plain\nT stdout P h:1:2 [0] NCCL INFO Using net\nT stdout F work Socket\nplain\n"
+      "T stdout P a\nT stdout P b\nT stdout F c\nplain again\n";
+  std::vector<uint64_t> got;
+  ForEachCandidateLine(block, kLong, true, [&](uint64_t index, std::string_view line) {
+    got.push_back(index);
+    return line.find(" P ") != std::string_view::npos;
+  });
+  EXPECT_EQ(got, (std::vector<uint64_t>{0, 1, 2, 4, 5, 6}));
+}
+
+// The analyzer's block path must report what its per-line path reports, counters included,
+// on a log where most lines are chatter and a record is split at "NC|CL" by the runtime.
+TEST(BlockScannerTest, FeedLinesMatchesFeedingEveryLine) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < 200; ++i) {
+    lines.push_back("2026-12-02T10:00:00.000000001Z stdout F step " + std::to_string(i));
+    if (i % 37 == 0) {
+      lines.emplace_back(
+          "2026-12-02T10:00:00.000000001Z stdout F a:1:1 [0] NCCL INFO Bootstrap : Using "
+          "eth0:10.0.0.1<0>");
+      lines.emplace_back("2026-12-02T10:00:00.000000001Z stdout P b:2:2 [0] NC");
+      lines.emplace_back("2026-12-02T10:00:00.000000001Z stdout F CL INFO Using network Socket");
+      lines.emplace_back("2026-12-02T10:00:00.000000001Z stdout F export FI_PROVIDER=tcp");
+      lines.emplace_back("2026-12-02T10:00:00.000000001Z stdout F " + std::string(70000, 'z'));
+    }
+  }
+  std::string block;
+  for (const auto& l : lines) block += l + "\n";
+  Analyzer per_line, blocks;
+  for (size_t i = 0; i < lines.size(); ++i) per_line.Feed("x.log", i + 1, lines[i]);
+  EXPECT_EQ(blocks.FeedLines("x.log", 1, block), lines.size());
+  EXPECT_EQ(ReportToJson(blocks.Snapshot()).dump(), ReportToJson(per_line.Snapshot()).dump());
+  EXPECT_EQ(blocks.counters().lines, per_line.counters().lines);
+  EXPECT_EQ(blocks.counters().truncated_lines, per_line.counters().truncated_lines);
+  EXPECT_EQ(blocks.counters().nccl_lines, per_line.counters().nccl_lines);
+  EXPECT_EQ(blocks.counters().records, per_line.counters().records);
+  EXPECT_GT(per_line.counters().truncated_lines, 0u);
+  // The joined "NC|CL" record is seen: b's process exists.
+  const Report r = blocks.Snapshot();
+  bool saw_b = false;
+  for (const Process& p : r.processes) saw_b = saw_b || p.host == "b";
+  EXPECT_TRUE(saw_b);
+}
+
+}  // namespace
+}  // namespace efawatch::nccl
