@@ -28,6 +28,7 @@
 #include "lib/common/findings_collector.h"
 #include "lib/common/instance_types.h"
 #include "lib/common/process_collector.h"
+#include "probes/collective/collective_collector.h"
 #include "probes/collective/host_backend.h"
 #include "probes/collective/nccl_backend.h"
 #include "probes/fabric/endpoint.h"
@@ -263,6 +264,7 @@ fabric::EndpointOptions App::CreateFabric() {
       config_.node_name, collective::CollectiveLimits{},
       collective::HostBackendFactory(fopts.endpoint),
       collective::NcclBackendFactory({.log_dir = config_.state_dir}), clock_);
+  collective_collector_ = std::make_unique<collective::CollectiveCollector>(*collective_);
   fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
   if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
     spdlog::info("fabric responder: provider {} fabric {} domain {} at {}", r->info().provider,
@@ -327,6 +329,7 @@ absl::Status App::CreateMetrics() {
   std::vector<common::Collector*> collectors = {process_collector_.get(), efa_.get(), pods_.get(),
                                                 findings_collector_.get()};
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
+  if (collective_collector_) collectors.push_back(collective_collector_.get());
   if (mesh_collector_) collectors.push_back(mesh_collector_.get());
   if (workloads_) collectors.push_back(workloads_.get());
   if (signals_) collectors.push_back(signals_.get());

@@ -29,7 +29,8 @@ struct EndpointOptions;
 }  // namespace fabric
 namespace collective {
 class Participant;
-}
+class CollectiveCollector;
+}  // namespace collective
 namespace mesh {
 class Mesh;
 class MeshCollector;
@@ -139,6 +140,7 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<agent::ProbeRunner> probes_;
   std::unique_ptr<agent::Coordination> coordination_;
   std::unique_ptr<collective::Participant> collective_;
+  std::unique_ptr<collective::CollectiveCollector> collective_collector_;
   std::unique_ptr<mesh::Mesh> mesh_;
   std::unique_ptr<mesh::MeshCollector> mesh_collector_;
   std::unique_ptr<workloads::WorkloadWatcher> workloads_;  // Null when workload identity is off.

@@ -105,6 +105,8 @@ struct M {
   static constexpr Metric kMemoryBudgetBytes{"efawatch_memory_budget_bytes"};
   static constexpr Metric kMemoryBudgetInUseBytes{"efawatch_memory_budget_in_use_bytes"};
   static constexpr Metric kRpcRefusedTotal{"efawatch_rpc_refused_total"};
+  static constexpr Metric kCollectiveInProgress{"efawatch_collective_in_progress"};
+  static constexpr Metric kCollectiveRunning{"efawatch_collective_running"};
 
   /// efawatch_efa_<counter>_total for a hw_counters name the EFA counter table knows
   /// (efa_counters.h), nullopt for any other name (exported generically as efawatch_rdma_hw_stat).

@@ -76,6 +76,11 @@ bool Participant::busy() const {
   return session_ != nullptr;
 }
 
+bool Participant::running() const {
+  std::lock_guard lock(mu_);
+  return session_ != nullptr && session_->started;
+}
+
 void Participant::ReclaimExpiredLocked() {
   if (session_ && !session_->started && clock_.Now() >= session_->start_by) {
     session_.reset();

@@ -48,7 +48,10 @@ class Participant {
   /// Aborts any session and joins its thread.
   void Stop();
 
+  /// The node's one slot is held: a collective joined (and not yet expired) or running.
   bool busy() const;
+  /// A collective was started here and has not ended.
+  bool running() const;
 
  private:
   struct Session {

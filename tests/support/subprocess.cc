@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -165,6 +166,17 @@ bool OnPath(const std::string& program) {
     if (access((dir + "/" + program).c_str(), X_OK) == 0) return true;
   }
   return false;
+}
+
+bool WaitForMetrics(int port, const std::string& pattern, std::chrono::milliseconds timeout) {
+  const std::regex re(pattern);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto [code, body] = HttpGet(port, "/metrics");
+    if (code == 200 && std::regex_search(body, re)) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 std::string MakeTestCertificates(const std::string& dir) {

@@ -62,6 +62,10 @@ std::string BinaryPath(const std::string& name);
 /// Plain HTTP GET on 127.0.0.1:port; returns {status code, body}; status 0 on connection error.
 std::pair<int, std::string> HttpGet(int port, const std::string& path);
 
+/// Polls /metrics on 127.0.0.1:port until its text matches the ECMAScript regex `pattern`; false
+/// when `timeout` passes first. What a test waits on instead of a fixed sleep.
+bool WaitForMetrics(int port, const std::string& pattern, std::chrono::milliseconds timeout);
+
 /// Makes, with openssl, in `dir`: ca.pem/ca.key, server.pem/server.key (for localhost and
 /// 127.0.0.1) and client.pem/client.key, both signed by the CA. Returns "" or openssl's output.
 std::string MakeTestCertificates(const std::string& dir);

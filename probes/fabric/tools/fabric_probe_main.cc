@@ -2,6 +2,7 @@
 // A test and bench driver (tests/netns, bench/fabric.sh), not part of the agent.
 //
 //   efawatch-fabric-probe responder --provider tcp --interface lo [--address-file F]
+//                                   [--answered-file G]
 //   efawatch-fabric-probe ping --peer HEX [--count N] [--size S] ...
 //   efawatch-fabric-probe bandwidth --peer HEX [--sizes 4096,1048576] [--bidirectional|--rma] ...
 //
@@ -38,6 +39,7 @@ struct Flags {
   std::string peer_hex;  // ping and bandwidth
 
   std::string address_file;
+  std::string answered_file;
   size_t rx_depth = 8;
   efawatch::fabric::ResponderOptions responder;
   bool no_rma_sink = false;
@@ -129,6 +131,8 @@ int Fail(const absl::Status& s) {
 CLI::App* AddResponderCommand(CLI::App& app, Flags& f) {
   auto* responder = app.add_subcommand("responder", "serve until SIGINT/SIGTERM");
   responder->add_option("--address-file", f.address_file, "write the hex address here");
+  responder->add_option("--answered-file", f.answered_file,
+                        "write this file once the first ping is answered (tests wait on it)");
   responder->add_option("--rx-depth", f.rx_depth, "posted receives");
   responder->add_option("--max-message-bytes", f.responder.max_message_bytes,
                         "largest message (and RMA sink) in bytes, header included");
@@ -196,8 +200,16 @@ int RunResponder(const Flags& f, const EndpointOptions& eo) {
                     {"printable", (*r)->printable_address()},
                     {"fabric", FabricJson((*r)->info())}}
             << std::endl;
-  int sig = 0;
-  sigwait(&set, &sig);
+  // Waits for SIGINT/SIGTERM; with --answered-file, looks every 10 ms for the first answered
+  // ping meanwhile, so a test can act on the probe being under way instead of sleeping.
+  bool announced = f.answered_file.empty();
+  const timespec step{0, 10'000'000};
+  while (sigtimedwait(&set, nullptr, announced ? nullptr : &step) <= 0) {
+    if (!announced && (*r)->counters().pings > 0) {
+      WriteAddressFile(f.answered_file, std::to_string((*r)->counters().pings));
+      announced = true;
+    }
+  }
   (*r)->Stop();
   std::cout << CountersJson((*r)->counters()) << std::endl;
   return 0;

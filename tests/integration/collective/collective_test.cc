@@ -122,7 +122,10 @@ TEST_F(CollectiveTest, OneCollectivePerNode) {
     v1::CollectiveResult r;
     return RunColl(*agents_[0], longer, &r);
   });
-  std::this_thread::sleep_for(1500ms);
+  // Once agent 1 shows it running, the second request surely comes while the first runs.
+  ASSERT_TRUE(
+      testing::WaitForMetrics(agents_[1]->metrics_port(), "\nefawatch_collective_running 1", 10s))
+      << "the first collective never ran on agent 1";
   v1::RunCollectiveRequest second = Request(v1::ALL_REDUCE);
   second.clear_participants();
   second.add_participants(agents_[2]->grpc_address());
@@ -135,6 +138,8 @@ TEST_F(CollectiveTest, OneCollectivePerNode) {
   EXPECT_EQ(ended.error_code(), grpc::StatusCode::ABORTED) << ended.error_message();
   EXPECT_THAT(ended.error_message(), HasSubstr("deadline"));
   // Free again afterwards.
+  EXPECT_TRUE(testing::WaitForMetrics(agents_[1]->metrics_port(),
+                                      "\nefawatch_collective_in_progress 0", 10s));
   EXPECT_TRUE(RunColl(*agents_[2], second, &out).ok());
 }
 
@@ -149,7 +154,11 @@ TEST_F(CollectiveTest, ParticipantKilledMidRunAbortsAllWithinTheDeadline) {
     v1::CollectiveResult out;
     return RunColl(*agents_[0], r, &out);
   });
-  std::this_thread::sleep_for(2s);
+  // Killed once it runs there: mid-run whatever the machine's speed (a fixed sleep could land
+  // in the joins, which end differently).
+  ASSERT_TRUE(
+      testing::WaitForMetrics(agents_[2]->metrics_port(), "\nefawatch_collective_running 1", 10s))
+      << "the collective never ran on agent 2";
   agents_[2]->proc().Signal(SIGKILL);
   const grpc::Status st = run.get();
   const auto took = std::chrono::steady_clock::now() - start;

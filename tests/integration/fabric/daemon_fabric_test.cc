@@ -36,28 +36,17 @@ grpc::Status Bandwidth(const Agent& a, const v1::BandwidthRequest& req,
   return a.Stub()->Bandwidth(&ctx, req, resp);
 }
 
-// True once the agent's fabric responder has answered a ping, as its /metrics says.
+// True once the peer's responder has answered pings (its /metrics counts them).
 bool ResponderAnsweredPings(Agent& agent, std::chrono::seconds timeout) {
-  const std::regex answered(R"(efawatch_fabric_responder_messages_total\{kind="ping"\} [1-9])");
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto [code, body] = testing::HttpGet(agent.metrics_port(), "/metrics");
-    if (code == 200 && std::regex_search(body, answered)) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
+  return testing::WaitForMetrics(agent.metrics_port(),
+                                 R"(efawatch_fabric_responder_messages_total\{kind="ping"\} [1-9])",
+                                 timeout);
 }
 
 // True once the agent's /metrics shows a probe's reservation in its memory budget.
 bool BudgetInUse(Agent& agent, std::chrono::seconds timeout) {
-  const std::regex in_use(R"(\nefawatch_memory_budget_in_use_bytes [1-9])");
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto [code, body] = testing::HttpGet(agent.metrics_port(), "/metrics");
-    if (code == 200 && std::regex_search(body, in_use)) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
+  return testing::WaitForMetrics(agent.metrics_port(),
+                                 R"(\nefawatch_memory_budget_in_use_bytes [1-9])", timeout);
 }
 
 class DaemonFabricTest : public ::testing::Test {
