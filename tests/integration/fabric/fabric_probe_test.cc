@@ -244,6 +244,11 @@ TEST_P(FabricProbeTest, DeadPeerGivesCleanTimeoutForBothProbes) {
 }
 
 TEST_P(FabricProbeTest, StopTokenCancelsAProbeInFlight) {
+  // The prober's endpoint closes while the responder may still be replying to it: shm in
+  // libfabric 1.17 crashed the responder here (1 run in 8 of --repeat until-fail).
+  if (!GetParam().peer_can_vanish_in_process) {
+    GTEST_SKIP() << GetParam().name << " crashes when an in-process peer closes (libfabric 1.17)";
+  }
   auto r = StartResponder();
   ASSERT_NE(r, nullptr);
   PingOptions o = PingTo(r->address());
