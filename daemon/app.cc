@@ -153,6 +153,15 @@ std::vector<std::pair<std::vector<std::string>, std::string>> FabricAttempts(con
   return attempts;
 }
 
+// How /metrics is protected, for the start-up line.
+std::string MetricsSecurity(const Config& c) {
+  if (c.metrics_tls_cert.empty()) return "HTTP";
+  std::string out = "HTTPS";
+  if (!c.metrics_tls_client_ca.empty()) out += ", client certificate";
+  if (!c.metrics_bearer_token_file.empty()) out += ", bearer token";
+  return out;
+}
+
 }  // namespace
 
 absl::Status App::Start() {
@@ -323,6 +332,10 @@ absl::Status App::CreateGrpc() {
 absl::Status App::CreateMetrics() {
   exporter::PrometheusEdgeOptions mopts;
   mopts.listen = config_.metrics_listen;
+  mopts.tls = {.cert_file = config_.metrics_tls_cert,
+               .key_file = config_.metrics_tls_key,
+               .client_ca_file = config_.metrics_tls_client_ca,
+               .bearer_token_file = config_.metrics_bearer_token_file};
   mopts.build = {EFAWATCH_VERSION, EFAWATCH_REVISION, EFAWATCH_NCCL_VERSION};
   mopts.start_time = start_time_;
   mopts.collector_budget = config_.collector_budget;
@@ -340,8 +353,8 @@ absl::Status App::CreateMetrics() {
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
-  spdlog::info("metrics on {} (port {}), gRPC on {} (port {}, {})", config_.metrics_listen,
-               metrics_->port(), config_.grpc_listen, grpc_->port(),
+  spdlog::info("metrics on {} (port {}, {}), gRPC on {} (port {}, {})", config_.metrics_listen,
+               metrics_->port(), MetricsSecurity(config_), config_.grpc_listen, grpc_->port(),
                config_.grpc_tls_cert.empty()        ? "plaintext"
                : config_.grpc_tls_client_ca.empty() ? "TLS"
                                                     : "mutual TLS");

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "lib/common/read_file.h"
 
 extern char** environ;
 
@@ -127,6 +128,18 @@ const std::vector<Option>& Options() {
        String(&Config::config_file)},
       {"metrics-listen", false, "Prometheus /metrics address, host:port or :port.",
        String(&Config::metrics_listen)},
+      {"metrics-tls-cert", false,
+       "PEM server certificate: /metrics, /healthz and /readyz are served over HTTPS.",
+       String(&Config::metrics_tls_cert)},
+      {"metrics-tls-key", false, "PEM private key for --metrics-tls-cert.",
+       String(&Config::metrics_tls_key)},
+      {"metrics-tls-client-ca", false,
+       "PEM CA bundle; a scrape of /metrics must present a client certificate it signed.",
+       String(&Config::metrics_tls_client_ca)},
+      {"metrics-bearer-token-file", false,
+       "File holding a token; /metrics needs `Authorization: Bearer <token>` (read at every "
+       "scrape, so a rotated token works at once; /healthz and /readyz stay open).",
+       String(&Config::metrics_bearer_token_file)},
       {"grpc-listen", false, "gRPC address, host:port; plaintext only on loopback.",
        String(&Config::grpc_listen)},
       {"grpc-tls-cert", false, "PEM server certificate for gRPC.", String(&Config::grpc_tls_cert)},
@@ -511,8 +524,42 @@ absl::Status CheckReadable(const std::string& flag, const std::string& path) {
   return absl::OkStatus();
 }
 
+// The metrics port's TLS: certificate and key together; client CA and bearer token only over
+// TLS (a token sent in plaintext is anyone's on the path).
+absl::Status ValidateMetricsTls(const Config& c) {
+  const bool has_cert = !c.metrics_tls_cert.empty(), has_key = !c.metrics_tls_key.empty();
+  if (has_cert != has_key) {
+    return absl::InvalidArgumentError("--metrics-tls-cert and --metrics-tls-key go together");
+  }
+  if (!has_cert && !c.metrics_tls_client_ca.empty()) {
+    return absl::InvalidArgumentError(
+        "--metrics-tls-client-ca needs --metrics-tls-cert and --metrics-tls-key");
+  }
+  if (!has_cert && !c.metrics_bearer_token_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--metrics-bearer-token-file needs --metrics-tls-cert and --metrics-tls-key: a token "
+        "sent over plain HTTP can be read by anyone on the path");
+  }
+  for (const auto& [flag, path] : {std::pair{"metrics-tls-cert", c.metrics_tls_cert},
+                                   {"metrics-tls-key", c.metrics_tls_key},
+                                   {"metrics-tls-client-ca", c.metrics_tls_client_ca}}) {
+    if (path.empty()) continue;
+    if (auto st = CheckReadable(flag, path); !st.ok()) return st;
+  }
+  if (!c.metrics_bearer_token_file.empty()) {
+    auto token = common::ReadWholeFile(c.metrics_bearer_token_file);
+    if (!token.ok())
+      return Bad("metrics-bearer-token-file", c.metrics_bearer_token_file, "cannot read file");
+    if (absl::StripAsciiWhitespace(*token).empty()) {
+      return Bad("metrics-bearer-token-file", c.metrics_bearer_token_file, "holds no token");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Validate(Config& c) {
   if (auto st = ValidateListenAddress("metrics-listen", c.metrics_listen); !st.ok()) return st;
+  if (auto st = ValidateMetricsTls(c); !st.ok()) return st;
   if (auto st = ValidateListenAddress("grpc-listen", c.grpc_listen); !st.ok()) return st;
   const bool has_cert = !c.grpc_tls_cert.empty(), has_key = !c.grpc_tls_key.empty();
   if (has_cert != has_key) {

@@ -21,6 +21,11 @@ struct Config {
   // Default ports chosen to collide with nothing usual on a GPU node (docs/ports.md): 9400
   // dcgm-exporter, 9100 node_exporter, 8002/8003 EKS agent, 20256/20257 NPD, 28028 NCCL RAS.
   std::string metrics_listen = ":9477";
+  // HTTPS on the metrics port (both set) instead of HTTP; /healthz and /readyz stay open.
+  std::string metrics_tls_cert;
+  std::string metrics_tls_key;
+  std::string metrics_tls_client_ca;      // set: /metrics needs a client certificate it signed
+  std::string metrics_bearer_token_file;  // set: /metrics needs its token (read per scrape)
   std::string grpc_listen = "127.0.0.1:9478";
   std::string grpc_tls_cert;
   std::string grpc_tls_key;

@@ -9,6 +9,7 @@ packages=(
   # libraries
   libfabric-dev prometheus-cpp-dev libgrpc++-dev libprotobuf-dev protobuf-compiler
   protobuf-compiler-grpc libspdlog-dev libabsl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libcurl4-openssl-dev
+  libmicrohttpd-dev libgnutls28-dev
   libgtest-dev libgmock-dev googletest
   # checks: formatting, lint, fuzzing (clang's libFuzzer and sanitizer runtimes)
   clang clang-format clang-tidy libclang-rt-14-dev

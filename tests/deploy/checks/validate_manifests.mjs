@@ -3,8 +3,8 @@
 // schema: read-only host mounts, HTTP health probes, mutual TLS gRPC with roles outside
 // insecure-dev, the runbook's in-pod and port-forward commands, hostPID only in host-processes,
 // bounded resources, least-privilege RBAC, per-overlay device access (none in the default
-// `eks`; device overlays on EFA instance types only), an image kustomize `images:` sets, and
-// the ServiceMonitor's honorLabels.
+// `eks`; device overlays on EFA instance types only), an image kustomize `images:` sets, the
+// ServiceMonitor's honorLabels, and /metrics TLS consistent across agent, probes and scraper.
 //
 //   node validate_manifests.mjs <overlay-name> <rendered.yaml>
 //   node validate_manifests.mjs --self-test
@@ -147,6 +147,53 @@ function grpcSecurityErrors(objs, c, pod, overlay) {
   return errs;
 }
 
+// /metrics over HTTPS (the metrics-tls overlay, docs/security.md): on or off together across the
+// agent, the kubelet's probes and the ServiceMonitor. On: the certificate, key and client CA are
+// files of a mounted Secret, the probes use HTTPS, the ServiceMonitor scrapes https checking the
+// agents' certificate name and presenting a client certificate when the agent asks for one, and a
+// bearer token when the agent wants one. Off: nothing speaks HTTPS to a plain-HTTP port.
+function metricsTlsErrors(objs, c, pod) {
+  const env = (name) => c.env?.find((e) => e.name === name)?.value;
+  const configs = objs.filter((o) => o.kind === "ConfigMap").map((o) => Object.values(o.data ?? {}).join("\n"));
+  const setting = (key) => env(`EFAWATCH_${key.toUpperCase().replaceAll("-", "_")}`) ??
+    configs.map((t) => new RegExp(`^\\s*${key}\\s*=\\s*(\\S+)`, "m").exec(t)?.[1]).find((v) => v);
+  const cert = setting("metrics-tls-cert"), key = setting("metrics-tls-key");
+  const ca = setting("metrics-tls-client-ca"), token = setting("metrics-bearer-token-file");
+  const on = Boolean(cert);
+  const errs = [];
+  const schemes = ["livenessProbe", "readinessProbe"].map((p) => [p, c[p]?.httpGet?.scheme ?? "HTTP"]);
+  const [sm] = objs.filter((o) => o.kind === "ServiceMonitor");
+  const ep = sm?.spec.endpoints?.[0];
+  if (!on) {
+    if (key || ca || token) errs.push("metrics TLS key, client CA or bearer token without EFAWATCH_METRICS_TLS_CERT");
+    for (const [p, scheme] of schemes) if (scheme !== "HTTP") errs.push(`${p} uses ${scheme} but /metrics is plain HTTP`);
+    if (ep && (ep.scheme ?? "http") !== "http") errs.push("ServiceMonitor scrapes https but /metrics is plain HTTP");
+    return errs;
+  }
+  const secretVolumes = new Set((pod.volumes ?? []).filter((v) => v.secret).map((v) => v.name));
+  const mounts = (c.volumeMounts ?? []).filter((m) => secretVolumes.has(m.name)).map((m) => `${m.mountPath}/`);
+  for (const [name, path] of [["cert", cert], ["key", key], ["client CA", ca], ["bearer token", token]]) {
+    if (path && !mounts.some((m) => path.startsWith(m))) errs.push(`metrics TLS ${name} ${path} is in no mounted Secret`);
+  }
+  if (!key) errs.push("EFAWATCH_METRICS_TLS_CERT without EFAWATCH_METRICS_TLS_KEY");
+  for (const [p, scheme] of schemes) if (scheme !== "HTTPS") errs.push(`${p} uses ${scheme} but /metrics is HTTPS`);
+  if (!ep) return errs;
+  const tls = ep.tlsConfig ?? {};
+  if (ep.scheme !== "https" || !ep.tlsConfig) errs.push("ServiceMonitor does not scrape https with a tlsConfig");
+  if (!tls.ca?.secret?.name && !tls.ca?.configMap?.name) errs.push("ServiceMonitor tlsConfig has no CA to check the agents with");
+  if (tls.serverName !== env("EFAWATCH_GRPC_PEER_SERVER_NAME")) {
+    errs.push(`ServiceMonitor tlsConfig.serverName ${tls.serverName} is not the agents' certificate name`);
+  }
+  if (tls.insecureSkipVerify) errs.push("ServiceMonitor skips verifying the agents' certificates");
+  if (ca && (!tls.cert?.secret?.name || !tls.keySecret?.name)) {
+    errs.push("the agent wants a client certificate and the ServiceMonitor presents none");
+  }
+  if (token && !ep.authorization?.credentials?.name && !ep.bearerTokenSecret?.name) {
+    errs.push("the agent wants a bearer token and the ServiceMonitor sends none");
+  }
+  return errs;
+}
+
 // The host's PID namespace lets the agent see every process of the node and, with SYS_PTRACE,
 // read any container's files (docs/deploy.md, "Host processes"): only the overlay made for it
 // has them, and there with --container-rootfs on, the host's /proc read-only where procfs-root
@@ -200,6 +247,7 @@ function policyErrors(objs, overlay) {
     }
   }
   errs.push(...grpcSecurityErrors(objs, c, pod, overlay));
+  errs.push(...metricsTlsErrors(objs, c, pod));
   errs.push(...runbookCommandErrors(c, pod, overlay));
   for (const k of [...(pod.initContainers ?? []), ...pod.containers]) {
     const [name, tag] = k.image.split(":");
@@ -297,7 +345,7 @@ function policyErrors(objs, overlay) {
     if (env("EFAWATCH_MESH_DISCOVERY")) errs.push("the base must leave the ping mesh off");
     if (sc.capabilities?.drop?.[0] !== "ALL") errs.push("the base must drop all capabilities");
   }
-  if (overlay === "eks-efa" || overlay === DEFAULT_OVERLAY || overlay === "monitoring") {
+  if (["eks-efa", DEFAULT_OVERLAY, "monitoring", "metrics-tls"].includes(overlay)) {
     const [sm] = byKind("ServiceMonitor");
     const relabel = sm?.spec.endpoints?.[0]?.relabelings ?? [];
     if (!relabel.some((r) => r.targetLabel === "node" &&
@@ -428,8 +476,41 @@ async function selfTest() {
       process.exit(1);
     }
   }
+  // /metrics over HTTPS: the agent, its probes and the ServiceMonitor agree.
+  const tlsPod = { volumes: [{ name: "grpc-tls", secret: { secretName: "s" } }] };
+  const tlsAgent = (scheme, env) => ({
+    env: [["EFAWATCH_GRPC_PEER_SERVER_NAME", "a"], ...env].map(([name, value]) => ({ name, value })),
+    volumeMounts: [{ name: "grpc-tls", mountPath: "/t" }],
+    livenessProbe: { httpGet: { scheme } }, readinessProbe: { httpGet: { scheme } },
+  });
+  const tlsOn = [["EFAWATCH_METRICS_TLS_CERT", "/t/tls.crt"], ["EFAWATCH_METRICS_TLS_KEY", "/t/tls.key"],
+    ["EFAWATCH_METRICS_TLS_CLIENT_CA", "/t/ca.crt"]];
+  const monitor = (endpoint) => [{ kind: "ServiceMonitor", spec: { endpoints: [endpoint] } }];
+  const good = { scheme: "https", tlsConfig: { serverName: "a", ca: { secret: { name: "r" } },
+    cert: { secret: { name: "r" } }, keySecret: { name: "r" } } };
+  if (metricsTlsErrors(monitor(good), tlsAgent("HTTPS", tlsOn), tlsPod).length ||
+      metricsTlsErrors(monitor({}), tlsAgent(undefined, []), tlsPod).length) {
+    console.error("self-test: a consistent metrics TLS setup (or none) was rejected");
+    process.exit(1);
+  }
+  for (const [what, objs2, c2] of [
+    ["HTTP probes of an HTTPS /metrics", monitor(good), tlsAgent("HTTP", tlsOn)],
+    ["a plain-HTTP ServiceMonitor of an HTTPS /metrics", monitor({}), tlsAgent("HTTPS", tlsOn)],
+    ["a ServiceMonitor without a client certificate", monitor({ ...good, tlsConfig: { ...good.tlsConfig, cert: undefined } }), tlsAgent("HTTPS", tlsOn)],
+    ["a ServiceMonitor checking another name", monitor({ ...good, tlsConfig: { ...good.tlsConfig, serverName: "b" } }), tlsAgent("HTTPS", tlsOn)],
+    ["HTTPS probes of a plain-HTTP /metrics", monitor({}), tlsAgent("HTTPS", [])],
+    ["a bearer token without a ServiceMonitor token", monitor(good),
+     tlsAgent("HTTPS", [...tlsOn, ["EFAWATCH_METRICS_BEARER_TOKEN_FILE", "/t/token"]])],
+    ["a certificate outside any Secret", monitor(good),
+     tlsAgent("HTTPS", [["EFAWATCH_METRICS_TLS_CERT", "/etc/tls.crt"], ...tlsOn.slice(1)])],
+  ]) {
+    if (!metricsTlsErrors(objs2, c2, tlsPod).length) {
+      console.error(`self-test: ${what} should have been rejected`);
+      process.exit(1);
+    }
+  }
   console.log("self-test: invalid objects, plaintext gRPC, misplaced hostPID, device overlays " +
-    "off EFA types and agents the runbook cannot reach rejected");
+    "off EFA types, agents the runbook cannot reach and inconsistent metrics TLS rejected");
 }
 
 const [arg, file] = process.argv.slice(2);

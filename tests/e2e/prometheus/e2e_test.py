@@ -22,6 +22,14 @@ Checked over Prometheus' HTTP API:
 The rules are deploy/prometheus/efawatch-rules.yml with every `for:` cut to FOR_IN_TEST (the
 only change; see write_rules), scraped and evaluated every second. Every wait polls with a
 deadline. Needs /usr/bin/prometheus and the built efawatchd and efawatch (EFAWATCH_BINARY_DIR).
+
+With --tls (ctest e2e_prometheus_tls), instead: an agent serves /metrics over HTTPS with the
+settings the metrics-tls overlay gives it (its DaemonSet patch's EFAWATCH_METRICS_* with the
+Secret's files from scripts/make-certs.sh) and a bearer token, and Prometheus scrapes it as the
+overlay's ServiceMonitor does (tls_config with the CA, the reader's client certificate and the
+agents' certificate name) plus the token's credentials_file. Checked: that target is up and its
+metrics arrive, also after the token file is rewritten with a new token; the same target scraped
+without a client certificate, or without the token, is down.
 """
 import json
 import os
@@ -192,9 +200,10 @@ def deployed_config(path):
     return path
 
 
-def start_agent(tmp, name, extra):
+def start_agent(tmp, name, extra, env=None):
     """An agent with the deployment's configuration file; flags (which take precedence over the
-    file) point it at fixtures and free ports instead of the host."""
+    file) point it at fixtures and free ports instead of the host. `env` adds to the environment
+    (EFAWATCH_* settings, as a DaemonSet gives them)."""
     work = tmp / name
     work.mkdir()
     ports_file = work / "ports.json"
@@ -209,7 +218,8 @@ def start_agent(tmp, name, extra):
     ] + extra
     log_path = work / "efawatchd.log"
     out = open(log_path, "w")
-    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                            env={**os.environ, **(env or {})})
     deadline = time.monotonic() + 30
 
     def ports():
@@ -561,6 +571,97 @@ def main():
     print("1 passed, 0 failed")
 
 
+OVERLAY_TLS = SOURCE / "deploy/kubernetes/overlays/metrics-tls"
+
+
+def overlay_metrics_tls(certs):
+    """The agent's metrics TLS settings from the metrics-tls overlay (the EFAWATCH_METRICS_* of its
+    DaemonSet patch), the Secret's files mapped to make-certs.sh's, and the certificate name its
+    ServiceMonitor checks."""
+    files = {"tls.crt": certs / "agent.pem", "tls.key": certs / "agent.key",
+             "ca.crt": certs / "ca.pem"}
+    patch = (OVERLAY_TLS / "daemonset-metrics-tls.yaml").read_text()
+    env = {name: str(files[pathlib.PurePosixPath(value).name])
+           for name, value in re.findall(r"- name: (EFAWATCH_METRICS_\w+)\n\s+value: (\S+)", patch)}
+    assert {"EFAWATCH_METRICS_TLS_CERT", "EFAWATCH_METRICS_TLS_CLIENT_CA"} <= env.keys(), (
+        f"the metrics-tls overlay no longer sets the agent's TLS and client CA: {env}")
+    monitor = (OVERLAY_TLS / "servicemonitor-tls.yaml").read_text()
+    server_name = re.search(r"serverName: (\S+)", monitor).group(1)
+    return env, server_name
+
+
+def write_tls_prometheus_config(path, certs, token, server_name, port):
+    """Three jobs scraping the same agent: as the overlay's ServiceMonitor does plus the token
+    (job efawatch), and without the client certificate or without the token (both refused)."""
+    def job(name, client_cert, with_token):
+        tls = {"ca_file": str(certs / "ca.pem"), "server_name": server_name}
+        if client_cert:
+            tls.update(cert_file=str(certs / "reader.pem"), key_file=str(certs / "reader.key"))
+        auth = f"    authorization: {{credentials_file: {token}}}\n" if with_token else ""
+        return (f"  - job_name: {name}\n    scheme: https\n    tls_config: {json.dumps(tls)}\n"
+                f"{auth}    static_configs:\n      - targets: [\"127.0.0.1:{port}\"]\n"
+                f"        labels: {{node: {NODE}, cluster: {CLUSTER}}}\n")
+    path.write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n"
+        + job("efawatch", True, True)
+        + job("efawatch-no-client-cert", False, True)
+        + job("efawatch-no-token", True, False))
+
+
+def main_tls():
+    for tool in ("prometheus", "openssl"):
+        if not shutil.which(tool):
+            raise SystemExit(f"{tool} not found (scripts/setup.sh installs it)")
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="efawatch-e2e-tls-"))
+    procs = []
+    ok = False
+    try:
+        certs = tmp / "certs"
+        subprocess.run(["bash", str(SOURCE / "scripts/make-certs.sh"), "--out", str(certs),
+                        "--days", "2"], check=True, capture_output=True)
+        token = tmp / "token"
+        token.write_text("first-token\n")
+        env, server_name = overlay_metrics_tls(certs)
+        env["EFAWATCH_METRICS_BEARER_TOKEN_FILE"] = str(token)
+        g6 = SOURCE / "tests/fixtures/sysfs/g6.12xlarge"
+        (tmp / "no-pods").mkdir()
+        agent, (metrics_port, _) = start_agent(
+            tmp, "a", [f"--node-name={NODE}", f"--sysfs-root={g6 / 'sys'}",
+                       f"--procfs-root={g6 / 'proc'}", f"--pod-log-root={tmp / 'no-pods'}"], env)
+        procs.append(agent)
+        log(f"efawatchd a: metrics over HTTPS on {metrics_port} ({', '.join(sorted(env))})")
+        config = tmp / "prometheus.yml"
+        write_tls_prometheus_config(config, certs, token, server_name, metrics_port)
+        prom_proc, prom = start_prometheus(tmp, config)
+        procs.append(prom_proc)
+        deadline = time.monotonic() + 60
+
+        def up(job):
+            r = prom.query(f'up{{job="{job}"}}')
+            return float(r[0]["value"][1]) if r else None
+
+        wait_for("the TLS scrape to be up with metrics", lambda: up("efawatch") == 1 and prom.query(
+            f'efawatch_build_info{{job="efawatch",node="{NODE}"}}'), deadline)
+        wait_for("the scrapes without client certificate or token to be down",
+                 lambda: up("efawatch-no-client-cert") == 0 and up("efawatch-no-token") == 0,
+                 deadline)
+        log("https scrape up with metrics; without client certificate or token: down")
+
+        # A rotated token: the agent and Prometheus read the same file again at the next scrape.
+        token.write_text("second-token\n")
+        rotated = time.time()
+        wait_for("scrapes after the token rotation to succeed", lambda: time.time() > rotated + 3
+                 and float(prom.query('min_over_time(up{job="efawatch"}[2s])')[0]["value"][1]) == 1,
+                 deadline)
+        assert up("efawatch-no-token") == 0, "the scrape without a token came up"
+        log("rotated token: still up")
+        ok = True
+    finally:
+        finish(procs, tmp, ok)
+    print("1 passed, 0 failed")
+
+
 def run(test_main):
     """Runs a test's main: a failed assertion is one FAILED line and exit status 1."""
     try:
@@ -572,4 +673,4 @@ def run(test_main):
 
 
 if __name__ == "__main__":
-    run(main)
+    run(main_tls if sys.argv[1:] == ["--tls"] else main)

@@ -136,6 +136,47 @@ TEST(ConfigTest, SecurityFlags) {
   EXPECT_FALSE(c->probe_allow_loopback);
 }
 
+INSTANTIATE_TEST_SUITE_P(
+    MetricsTls, ConfigBadTest,
+    ::testing::Values(
+        BadCase{{"--metrics-tls-cert=/etc/hostname"}, {}, "go together"},
+        BadCase{{"--metrics-tls-client-ca=/etc/hostname"}, {}, "needs --metrics-tls-cert"},
+        BadCase{{}, {{"EFAWATCH_METRICS_BEARER_TOKEN_FILE", "/etc/hostname"}}, "plain HTTP"},
+        BadCase{{"--metrics-tls-cert=/nonexistent/c.pem", "--metrics-tls-key=/etc/hostname"},
+                {},
+                "--metrics-tls-cert=/nonexistent/c.pem: cannot read file"},
+        BadCase{{"--metrics-tls-cert=/etc/hostname", "--metrics-tls-key=/etc/hostname",
+                 "--metrics-bearer-token-file=/dev/null"},
+                {},
+                "--metrics-bearer-token-file=/dev/null: holds no token"}));
+
+TEST(ConfigTest, MetricsTlsFlagsHaveEnvironmentAndFileTwins) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("token"), "s3cret\n");
+  testing::WriteFile(dir.File("c.conf"), "metrics-tls-client-ca = /etc/hostname\n");
+  auto c = Parse({"--config", dir.File("c.conf"), "--metrics-tls-cert=/etc/hostname"},
+                 {{"EFAWATCH_METRICS_TLS_KEY", "/etc/hostname"},
+                  {"EFAWATCH_METRICS_BEARER_TOKEN_FILE", dir.File("token")}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->metrics_tls_cert, "/etc/hostname");
+  EXPECT_EQ(c->metrics_tls_key, "/etc/hostname");
+  EXPECT_EQ(c->metrics_tls_client_ca, "/etc/hostname");
+  EXPECT_EQ(c->metrics_bearer_token_file, dir.File("token"));
+  c = Parse({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->metrics_tls_cert.empty()) << "plain HTTP unless asked";
+}
+
+// docs/configuration.md says it is generated from --help: hold it to that.
+TEST(ConfigTest, ConfigurationDocIsTheHelpText) {
+  const std::string doc = testing::ReadFileOrEmpty(testing::SourceDir() + "/docs/configuration.md");
+  ASSERT_FALSE(doc.empty()) << "docs/configuration.md not found under EFAWATCH_SOURCE_DIR";
+  auto p = ParseConfig({"--help"}, {});
+  ASSERT_TRUE(p.ok());
+  EXPECT_THAT(doc, HasSubstr("```\n" + p->help_text + "```\n"))
+      << "regenerate the block in docs/configuration.md from `efawatchd --help`";
+}
+
 TEST(ConfigTest, UnknownKeyInConfigFileNamesFileAndLine) {
   testing::TempDir dir;
   testing::WriteFile(dir.File("c.conf"), "log-format = json\nbogus = 1\n");
