@@ -159,9 +159,10 @@ class Endpoint {
   void Cancel(fi_context2* ctx);
 
   /// Reads up to `out.size()` completions (this also drives manual progress). Returns how many
-  /// (0 when none), or a negative FI_E* code when the CQ itself failed.
+  /// (0 when none), or a negative FI_E* code when the CQ itself failed. An error completion that
+  /// names no posted operation is not returned (last_error() keeps it).
   ssize_t Poll(std::span<Completion> out);
-  /// Text of the last error completion returned by Poll (fi_cq_strerror).
+  /// Text of the last error completion Poll read (fi_cq_strerror).
   const std::string& last_error() const { return last_error_; }
 
   /// Blocks until the CQ may have completions, `wake_fd` (if >= 0) is readable, or `timeout`
