@@ -822,17 +822,23 @@ std::string Verdict(const Report& r, const Summary& s) {
 namespace {
 
 std::vector<Derived> DeriveAll(const State& st) {
-  std::vector<const ProcState*> procs;
+  // Ordered by host, pid, source and last by the process key ("host:pid" as printed, e.g.
+  // "node:04101" and "node:4101"): a total order, since the table's iteration order differs
+  // from one analyzer to the next (a fuzzed log with two such keys came out in either order).
+  std::vector<std::pair<const std::string*, const ProcState*>> procs;
   procs.reserve(st.procs.size());
-  for (const auto& [key, p] : st.procs) procs.push_back(p.get());
-  std::sort(procs.begin(), procs.end(), [](const ProcState* a, const ProcState* b) {
+  for (const auto& [key, p] : st.procs) procs.emplace_back(&key, p.get());
+  std::sort(procs.begin(), procs.end(), [](const auto& x, const auto& y) {
+    const ProcState* a = x.second;
+    const ProcState* b = y.second;
     if (a->host != b->host) return a->host < b->host;
     if (a->pid != b->pid) return a->pid < b->pid;
-    return a->source < b->source;
+    if (a->source != b->source) return a->source < b->source;
+    return *x.first < *y.first;
   });
   std::vector<Derived> derived;
   derived.reserve(procs.size());
-  for (const ProcState* p : procs) derived.push_back(Derive(st, *p));
+  for (const auto& [key, p] : procs) derived.push_back(Derive(st, *p));
   return derived;
 }
 
