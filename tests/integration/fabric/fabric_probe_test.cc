@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -24,6 +25,18 @@ namespace efawatch::fabric {
 namespace {
 
 using std::chrono::milliseconds;
+
+// libfabric's shm provider names its regions /dev/shm/<pid>:<n>:<m>. One left by a SIGKILLed
+// process whose pid this process now has makes fi_enable fail with EBUSY (seen twice in repeated
+// runs); at start this process has made none, so any such file is stale.
+const bool kStaleShmRegionsRemoved = [] {
+  const std::string prefix = std::to_string(getpid()) + ":";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) std::filesystem::remove(e.path(), ec);
+  }
+  return true;
+}();
 
 struct Provider {
   const char* name;
