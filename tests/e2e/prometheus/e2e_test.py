@@ -438,6 +438,12 @@ def check_dashboards(prom, deadline):
             log(f"note: {name} has series now; remove it from NOT_YET_EXPORTED")
 
 
+def require_tools(*tools):
+    for tool in tools:
+        if not shutil.which(tool):
+            raise SystemExit(f"{tool} not found (scripts/setup.sh installs it)")
+
+
 def finish(procs, tmp, ok):
     """Stops every process (SIGTERM, then SIGKILL after 10 s), newest first, and removes `tmp`
     unless the test failed and EFAWATCH_E2E_KEEP asks to keep it for inspection."""
@@ -456,9 +462,7 @@ def finish(procs, tmp, ok):
 
 
 def main():
-    for tool in ("prometheus", "openssl"):
-        if not shutil.which(tool):
-            raise SystemExit(f"{tool} not found (scripts/setup.sh installs it)")
+    require_tools("prometheus", "openssl")
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="efawatch-e2e-"))
     procs = []
     ok = False
@@ -610,9 +614,7 @@ def write_tls_prometheus_config(path, certs, token, server_name, port):
 
 
 def main_tls():
-    for tool in ("prometheus", "openssl"):
-        if not shutil.which(tool):
-            raise SystemExit(f"{tool} not found (scripts/setup.sh installs it)")
+    require_tools("prometheus", "openssl")
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="efawatch-e2e-tls-"))
     procs = []
     ok = False
