@@ -94,7 +94,9 @@ std::vector<MetricDef> BuildTable() {
        {"provider", "fabric", "domain"}},
       {M::kFabricResponderMessagesTotal.name(),
        T::kCounter,
-       "Messages the fabric responder received, by kind (ping, bandwidth, garbage, error).",
+       "Messages the fabric responder received, by kind (ping, bandwidth, garbage, error; "
+       "dropped unanswered: unverified = sender not yet known, spoofed = the claimed sender is "
+       "not the real one).",
        {"kind"}},
       {M::kFabricPingRttSeconds.name(),
        T::kGauge,

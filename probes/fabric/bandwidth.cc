@@ -36,8 +36,11 @@ class BandwidthRun {
   // Polls until `done()` holds, the peer stalls, the deadline passes or the stop token fires.
   template <typename Pred>
   Wait PumpUntil(Pred done);
-  // Sends a control message and waits for the matching answer of `answer` type.
+  // Sends a control message and waits for the matching answer of `answer` type (a kHello is sent
+  // again while none comes).
   Wait Control(MessageType type, MessageType answer);
+  // Posts one control message (after the previous one's send completed).
+  Wait SendControl(const MessageHeader& h);
   // Streams messages of `size` bytes in `session` for `duration`, or exactly `messages` when
   // duration is zero (warm-up). Returns when everything sent has completed (and echoed).
   Wait Stream(size_t size, uint64_t session, std::chrono::nanoseconds duration, uint64_t messages);
@@ -159,18 +162,38 @@ BandwidthRun::Wait BandwidthRun::PumpUntil(Pred done) {
 }
 
 BandwidthRun::Wait BandwidthRun::Control(MessageType type, MessageType answer) {
-  // The previous control send must have completed before its buffer is rewritten.
-  Wait w = PumpUntil([&] { return !control_tx_.busy; });
-  if (w != Wait::kOk) return w;
   MessageHeader h;
   h.type = type;
   h.session = session_;
   h.sender = ep_->address();
-  std::byte* buf = link_->buffers[control_tx_.index]->data();
-  const size_t len = EncodeHeader(h, {buf, kControlBytes});
   answer_.reset();
   awaited_answer_ = answer;
   awaited_session_ = session_;
+  if (type != MessageType::kHello) {
+    if (Wait w = SendControl(h); w != Wait::kOk) return w;
+    return PumpUntil([&] { return answer_.has_value(); });
+  }
+  // The hello is sent again until answered (see internal::kFirstResend), within one stall
+  // timeout; an answer to any copy will do. Later messages come from a known address.
+  const auto give_up = clock_.Now() + options_.stall_timeout;
+  auto gap =
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(internal::kFirstResend);
+  while (true) {
+    if (Wait w = SendControl(h); w != Wait::kOk) return w;
+    const auto resend_at = std::min(clock_.Now() + gap, give_up);
+    Wait w = PumpUntil([&] { return answer_.has_value() || clock_.Now() >= resend_at; });
+    if (w != Wait::kOk || answer_.has_value()) return w;
+    if (clock_.Now() >= give_up) return Wait::kStalled;
+    gap = std::min<std::chrono::steady_clock::duration>(2 * gap, internal::kMaxResend);
+  }
+}
+
+BandwidthRun::Wait BandwidthRun::SendControl(const MessageHeader& h) {
+  // The previous control send must have completed before its buffer is rewritten.
+  Wait w = PumpUntil([&] { return !control_tx_.busy; });
+  if (w != Wait::kOk) return w;
+  std::byte* buf = link_->buffers[control_tx_.index]->data();
+  const size_t len = EncodeHeader(h, {buf, kControlBytes});
   control_tx_.busy = true;
   ssize_t ret;
   bool posted = false;
@@ -187,7 +210,7 @@ BandwidthRun::Wait BandwidthRun::Control(MessageType type, MessageType answer) {
     broken_ = true;
     return Wait::kBroken;
   }
-  return PumpUntil([&] { return answer_.has_value(); });
+  return Wait::kOk;
 }
 
 BandwidthRun::Wait BandwidthRun::Stream(size_t size, uint64_t session,

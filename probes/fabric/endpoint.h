@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,10 @@ struct EndpointOptions {
   /// RMA entry is opened without it, and FabricInfo::rma says so: RMA is an extra, not a reason
   /// to fall to the next provider.
   bool rma = false;
+  /// Ask for FI_SOURCE: each received message then names the sender libfabric knows it came
+  /// from (Completion::source), which the responder checks against the address a message
+  /// claims. A provider without it is opened without, and FabricInfo::source says so.
+  bool source = false;
 
   bool operator==(const EndpointOptions&) const = default;
 };
@@ -63,8 +68,13 @@ struct FabricInfo {
   std::string domain;            ///< domain_attr->name, e.g. "rdmap79s0-rdm", "lo".
   uint32_t api_version = 0;      ///< FI_VERSION we asked for (min of headers and runtime library).
   uint32_t library_version = 0;  ///< fi_version() of the runtime library.
-  bool rma = false;       ///< FI_RMA was asked for (EndpointOptions::rma) and this entry has it.
-  bool mr_local = false;  ///< Buffers must be registered (FI_MR_LOCAL).
+  bool rma = false;  ///< FI_RMA was asked for (EndpointOptions::rma) and this entry has it.
+  /// FI_SOURCE was asked for (EndpointOptions::source), granted, and is trusted for this
+  /// provider: Completion::source names the real sender. False for shm, whose libfabric 1.17
+  /// reports a sender missing from the address vector as its first entry instead of
+  /// FI_ADDR_NOTAVAIL (shm reaches only processes on the same host).
+  bool source = false;
+  bool mr_local = false;         ///< Buffers must be registered (FI_MR_LOCAL).
   bool mr_virt_addr = false;     ///< RMA addresses are virtual addresses (FI_MR_VIRT_ADDR).
   bool manual_progress = false;  ///< Data progress is FI_PROGRESS_MANUAL: poll to move bytes.
   size_t max_msg_size = 0;
@@ -82,6 +92,10 @@ struct Completion {
   size_t len = 0;
   uint64_t flags = 0;  ///< FI_SEND / FI_RECV bits.
   int error = 0;       ///< Positive FI_E* code when the operation failed; 0 on success.
+  /// With FabricInfo::source, the sender of a received message as libfabric knows it: its
+  /// fi_addr_t when it is in the address vector, FI_ADDR_NOTAVAIL when not. FI_ADDR_UNSPEC
+  /// otherwise.
+  fi_addr_t source = FI_ADDR_UNSPEC;
 };
 
 /// A page-aligned heap buffer (registration and DMA want page alignment).
@@ -129,6 +143,9 @@ class Endpoint {
   /// may then fail, which callers handle as errors).
   absl::StatusOr<fi_addr_t> Resolve(std::string_view raw);
   size_t peers() const { return lru_.size(); }
+  /// The fi_addr_t of a raw address already in the address vector (marked as just used), without
+  /// inserting it; nullopt when it is not there.
+  std::optional<fi_addr_t> Find(std::string_view raw);
 
   /// Registers `buffer` for send and receive when the provider needs it (FI_MR_LOCAL) and returns
   /// the descriptor to pass with every post that uses it (null when no registration is needed).

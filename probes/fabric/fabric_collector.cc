@@ -16,7 +16,9 @@ absl::Status FabricCollector::Collect(std::chrono::steady_clock::time_point /*de
     const std::pair<const char*, uint64_t> kinds[] = {{"ping", c.pings},
                                                       {"bandwidth", c.bw_messages},
                                                       {"garbage", c.garbage + c.unresolvable},
-                                                      {"error", c.recv_errors + c.send_errors}};
+                                                      {"error", c.recv_errors + c.send_errors},
+                                                      {"unverified", c.unverified},
+                                                      {"spoofed", c.spoofed}};
     for (const auto& [kind, n] : kinds) {
       sink.Add(metrics::M::kFabricResponderMessagesTotal, {{"kind", kind}}, static_cast<double>(n));
     }

@@ -25,6 +25,8 @@ constexpr auto kSpinBeforeSleep = std::chrono::milliseconds(2);
 constexpr auto kBackgroundSpin = std::chrono::microseconds(100);
 // Sleep granularity after that: the resolution of RTTs above 2 ms (lossy or throttled links).
 constexpr auto kSleepStep = std::chrono::microseconds(100);
+// The sequence number of a send that carries no ping (the hello): never awaited.
+constexpr uint64_t kNoSeq = ~uint64_t{0};
 
 }  // namespace
 
@@ -103,8 +105,8 @@ class PingRun {
           const std::string& peer, const PingOptions& options, const std::stop_token& stop,
           const common::Clock& clock, std::chrono::steady_clock::time_point start);
 
-  // Sends the warm-up and timed messages. Returns 0, or the negative FI_E* code when the CQ
-  // broke (the run then has no result).
+  // Sends the hello, then the warm-up and timed messages. Returns 0, or the negative FI_E* code
+  // when the CQ broke (the run then has no result).
   ssize_t Loop();
   // Completes the counts and the summary once Loop() is done.
   PingResult Finish();
@@ -115,15 +117,20 @@ class PingRun {
   void OnSendDone(Op& op, const Completion& c);
   // Counts a pong of this run and posts the receive again.
   void OnReceived(Op& op, const Completion& c);
+  // Sends kHello until a kHelloAck of this run comes (see internal::kFirstResend), within one
+  // message timeout. Returns 1 when answered, 0 when not (`r_.end` then says why), or the
+  // negative FI_E* code when the CQ broke.
+  ssize_t Introduce();
   // One message: slot, send, pong, count. Returns what Loop() does.
   ssize_t Message(uint32_t i);
   // A free send slot, or null when the deadline passed or the stop token fired first.
   Op* AcquireSlot();
   // Writes message `seq` into `slot`'s buffer and marks the slot in flight; returns the buffer.
   std::byte* Prepare(Op& slot, uint32_t seq);
-  // Posts `buf` from `slot`, retrying while the provider says -FI_EAGAIN; returns the last post's
-  // result.
-  ssize_t Send(Op& slot, std::byte* buf, std::chrono::steady_clock::time_point msg_deadline);
+  // Posts `len` bytes of `buf` from `slot`, retrying while the provider says -FI_EAGAIN; returns
+  // the last post's result.
+  ssize_t Send(Op& slot, std::byte* buf, size_t len,
+               std::chrono::steady_clock::time_point msg_deadline);
   // Counts a message whose send could not be posted.
   void SendFailed(Op& slot, ssize_t ret, bool timed);
   // Polls until the awaited pong arrives, its send fails, `msg_deadline` passes or the stop token
@@ -143,13 +150,13 @@ class PingRun {
   const std::chrono::steady_clock::time_point start_;
   const std::chrono::steady_clock::time_point deadline_;
   const uint64_t session_;
-  bool inject_ = false;
   MessageHeader header_;
   PingResult r_;
 
   uint64_t awaited_ = 0;
   bool got_ = false;
   bool failed_ = false;
+  bool introduced_ = false;
   uint32_t attempted_timed_ = 0;
   std::optional<std::chrono::steady_clock::time_point> loop_start_;
   std::chrono::steady_clock::time_point loop_end_;
@@ -181,7 +188,6 @@ PingRun::PingRun(internal::ProbeLink& link, std::span<Op> tx, size_t message_byt
   // copied it and faulted in fresh pages between two pings (1.3 to 1.7 ms at the 16384th message
   // here, inside the timed loop).
   r_.rtt_us.assign(options.count, 0.0);
-  inject_ = r_.message_bytes <= ep_.info().inject_size;
 }
 
 ssize_t PingRun::Pump() {
@@ -208,7 +214,9 @@ void PingRun::OnReceived(Op& op, const Completion& c) {
   if (c.error == 0) {
     std::span<const std::byte> msg(link_.buffers[op.index]->data(), c.len);
     const auto h = DecodeHeader(msg);
-    if (h && h->type == MessageType::kPong && h->session == session_) {
+    if (h && h->type == MessageType::kHelloAck && h->session == session_) {
+      introduced_ = true;
+    } else if (h && h->type == MessageType::kPong && h->session == session_) {
       if (h->seq == awaited_) {
         got_ = true;
       } else if (h->seq < awaited_ && h->seq >= options_.warmup) {
@@ -222,6 +230,7 @@ void PingRun::OnReceived(Op& op, const Completion& c) {
 }
 
 ssize_t PingRun::Loop() {
+  if (const ssize_t n = Introduce(); n <= 0) return n;
   const uint32_t total = options_.warmup + options_.count;
   for (uint32_t i = 0; i < total; ++i) {
     if (stop_.stop_requested()) {
@@ -237,6 +246,42 @@ ssize_t PingRun::Loop() {
   return 0;
 }
 
+ssize_t PingRun::Introduce() {
+  MessageHeader hello;
+  hello.type = MessageType::kHello;
+  hello.session = session_;
+  hello.sender = ep_.address();
+  const auto give_up = std::min(clock_.Now() + options_.message_timeout, deadline_);
+  auto gap =
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(internal::kFirstResend);
+  while (!introduced_) {
+    Op* slot = clock_.Now() < give_up ? AcquireSlot() : nullptr;
+    if (slot == nullptr) break;
+    std::byte* buf = link_.buffers[slot->index]->data();
+    const size_t len = EncodeHeader(hello, {buf, r_.message_bytes});
+    slot->busy = true;
+    slot->seq = kNoSeq;
+    if (const ssize_t ret = Send(*slot, buf, len, give_up); ret != 0) {
+      SendFailed(*slot, ret, /*timed=*/false);
+      if (ret != -FI_EAGAIN) break;
+    }
+    const auto resend_at = std::min(clock_.Now() + gap, give_up);
+    while (!introduced_ && clock_.Now() < resend_at && !stop_.stop_requested()) {
+      const ssize_t n = Pump();
+      if (n < 0) return n;
+      if (n == 0) ep_.Wait(kSleepStep, -1);
+    }
+    gap = std::min<std::chrono::steady_clock::duration>(2 * gap, internal::kMaxResend);
+  }
+  if (introduced_) return 1;
+  // Never answered: every message of the run counts as lost, as when no pong comes.
+  r_.end = stop_.stop_requested()      ? ProbeEnd::kCancelled
+           : clock_.Now() >= deadline_ ? ProbeEnd::kDeadlineExceeded
+                                       : ProbeEnd::kPeerTimedOut;
+  if (r_.end != ProbeEnd::kCancelled) r_.lost = options_.count;
+  return 0;
+}
+
 ssize_t PingRun::Message(uint32_t i) {
   const bool timed = i >= options_.warmup;
   awaited_ = i;
@@ -248,7 +293,7 @@ ssize_t PingRun::Message(uint32_t i) {
   const auto t0 = clock_.Now();
   if (timed && !loop_start_) loop_start_ = t0;
   const auto msg_deadline = std::min(t0 + options_.message_timeout, deadline_);
-  const ssize_t ret = Send(*slot, buf, msg_deadline);
+  const ssize_t ret = Send(*slot, buf, r_.message_bytes, msg_deadline);
   if (timed) ++attempted_timed_;
   if (ret != 0) {
     SendFailed(*slot, ret, timed);
@@ -279,17 +324,18 @@ std::byte* PingRun::Prepare(Op& slot, uint32_t seq) {
   return buf;
 }
 
-ssize_t PingRun::Send(Op& slot, std::byte* buf,
+ssize_t PingRun::Send(Op& slot, std::byte* buf, size_t len,
                       std::chrono::steady_clock::time_point msg_deadline) {
   ssize_t ret;
   // Small pings go out with fi_inject, like fi_pingpong's: no send completion to reap between
   // pongs. A failed inject is silent, and shows as a lost pong.
-  while ((ret = inject_ ? ep_.PostInject(buf, r_.message_bytes, link_.peer)
-                        : ep_.PostSend(buf, r_.message_bytes, link_.descs[slot.index], link_.peer,
-                                       &slot.ctx)) == -FI_EAGAIN) {
+  const bool inject = len <= ep_.info().inject_size;
+  while ((ret = inject ? ep_.PostInject(buf, len, link_.peer)
+                       : ep_.PostSend(buf, len, link_.descs[slot.index], link_.peer, &slot.ctx)) ==
+         -FI_EAGAIN) {
     if (Pump() < 0 || clock_.Now() >= msg_deadline || stop_.stop_requested()) break;
   }
-  if (inject_ && ret == 0) slot.busy = false;  // The provider copied it; no completion comes.
+  if (inject && ret == 0) slot.busy = false;  // The provider copied it; no completion comes.
   return ret;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -40,6 +41,13 @@ struct ProbeLink {
 /// Opens an endpoint (no wait object: probes poll) and inserts the peer's raw address.
 absl::StatusOr<std::unique_ptr<ProbeLink>> OpenLink(const EndpointOptions& options,
                                                     const std::string& peer);
+
+/// A prober's first message to a responder is a kHello sent until answered. A responder that
+/// checks senders (FI_SOURCE) drops the first message of an address it has not seen, only
+/// learning the address from it, so the first answer comes to the second hello: resent after
+/// kFirstResend, then twice as long each time up to kMaxResend apart.
+inline constexpr std::chrono::milliseconds kFirstResend{2};
+inline constexpr std::chrono::milliseconds kMaxResend{100};
 
 /// A random id for one probe run, so late answers of an earlier run are never counted.
 uint64_t NewSession();

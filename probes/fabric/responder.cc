@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<Responder>> Responder::Create(const ResponderOpti
   r->clock_ = &clock;
   r->options_.endpoint.blocking_wait = options.wait_fd;
   r->options_.endpoint.rma = options.rma_sink;
+  r->options_.endpoint.source = options.verify_source;
   auto ep = Endpoint::Create(r->options_.endpoint);
   if (!ep.ok()) return ep.status();
   r->endpoint_ = *std::move(ep);
@@ -87,6 +88,8 @@ ResponderCounters Responder::counters() const {
   c.send_errors = send_errors_.load(std::memory_order_relaxed);
   c.wakeups = wakeups_.load(std::memory_order_relaxed);
   c.rma_hellos = rma_hellos_.load(std::memory_order_relaxed);
+  c.unverified = unverified_.load(std::memory_order_relaxed);
+  c.spoofed = spoofed_.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -121,7 +124,7 @@ void Responder::Run(const std::stop_token& stop) {
         recv_errors_.fetch_add(1, std::memory_order_relaxed);
         Post(slot);
       } else {
-        Handle(slot, done[i].len);
+        Handle(slot, done[i].len, done[i].source);
       }
     }
     const auto now = clock_->Now();
@@ -167,24 +170,40 @@ void Responder::Post(Slot& slot) {
   }
 }
 
-void Responder::Reply(Slot& slot, size_t len, const std::string& to) {
-  auto dest = endpoint_->Resolve(to);
-  if (!dest.ok()) {
+std::optional<fi_addr_t> Responder::Verify(fi_addr_t source, const std::string& claimed) {
+  if (!endpoint_->info().source) {
+    auto dest = endpoint_->Resolve(claimed);
+    if (dest.ok()) return *dest;
     unresolvable_.fetch_add(1, std::memory_order_relaxed);
-    Post(slot);
-    return;
+    return std::nullopt;
   }
+  if (source == FI_ADDR_NOTAVAIL || source == FI_ADDR_UNSPEC) {
+    // Learn the claim (this sends nothing), so that a sender telling the truth is named at its
+    // next message; answer nothing now, since nothing says the claim is true.
+    (endpoint_->Resolve(claimed).ok() ? unverified_ : unresolvable_)
+        .fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  const std::optional<fi_addr_t> known = endpoint_->Find(claimed);
+  if (!known || *known != source) {
+    spoofed_.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  return source;
+}
+
+void Responder::Reply(Slot& slot, size_t len, fi_addr_t to) {
   // A small reply (a 64-byte pong) goes out with fi_inject, as fi_pingpong sends: the provider
   // copies it at once, so the buffer is posted again right away and no send completion has to be
   // reaped before the next ping. The cost of the round trip is then the provider's, not ours.
   if (len <= endpoint_->info().inject_size &&
-      endpoint_->PostInject(slot.buf->data(), len, *dest) == 0) {
+      endpoint_->PostInject(slot.buf->data(), len, to) == 0) {
     Post(slot);
     return;
   }
   slot.state = Slot::State::kReplying;
   slot.reply_len = len;
-  slot.reply_to = *dest;
+  slot.reply_to = to;
   pending_.push_back(&slot);
   FlushPending();
 }
@@ -227,26 +246,28 @@ RemoteRegion Responder::RmaSink() {
   return rma_region_;
 }
 
-void Responder::Handle(Slot& slot, size_t len) {
+void Responder::Handle(Slot& slot, size_t len, fi_addr_t source) {
   received_.fetch_add(1, std::memory_order_relaxed);
   std::span<std::byte> msg(slot.buf->data(), std::min(len, slot.buf->size()));
   const std::optional<MessageHeader> h = DecodeHeader(msg);
   if (!h) return Discard(slot);
+  const std::optional<fi_addr_t> to = Verify(source, h->sender);
+  if (!to) return Post(slot);
   // The last message decides: a background ping lets the loop block after answering.
   no_spin_ = h->type == MessageType::kPing && (h->value & kNoSpinFlag) != 0;
   switch (h->type) {
     case MessageType::kPing:
       pings_.fetch_add(1, std::memory_order_relaxed);
       RewriteType(msg, MessageType::kPong, h->value);
-      Reply(slot, msg.size(), h->sender);
+      Reply(slot, msg.size(), *to);
       return;
     case MessageType::kBwData:
-      return HandleBwData(slot, msg, *h);
+      return HandleBwData(slot, msg, *h, *to);
     case MessageType::kRmaHello:
-      return HandleRmaHello(slot, *h);
+      return HandleRmaHello(slot, *h, *to);
     case MessageType::kBwDone:
     case MessageType::kHello:
-      return Acknowledge(slot, *h);
+      return Acknowledge(slot, *h, *to);
     default:
       // Answers (kPong, kBwEcho, acks) never come to a responder; count them as garbage.
       return Discard(slot);
@@ -264,7 +285,8 @@ Responder::Session* Responder::FindSession(uint64_t id) {
   return it == sessions_.end() ? nullptr : &*it;
 }
 
-void Responder::HandleBwData(Slot& slot, std::span<std::byte> msg, const MessageHeader& h) {
+void Responder::HandleBwData(Slot& slot, std::span<std::byte> msg, const MessageHeader& h,
+                             fi_addr_t to) {
   bw_messages_.fetch_add(1, std::memory_order_relaxed);
   bw_bytes_.fetch_add(msg.size(), std::memory_order_relaxed);
   Session* session = FindSession(h.session);
@@ -278,13 +300,13 @@ void Responder::HandleBwData(Slot& slot, std::span<std::byte> msg, const Message
   session->bytes += msg.size();
   if ((h.value & kEchoFlag) != 0) {
     RewriteType(msg, MessageType::kBwEcho, h.value);
-    Reply(slot, msg.size(), h.sender);
+    Reply(slot, msg.size(), to);
   } else {
     Post(slot);
   }
 }
 
-void Responder::HandleRmaHello(Slot& slot, const MessageHeader& h) {
+void Responder::HandleRmaHello(Slot& slot, const MessageHeader& h, fi_addr_t to) {
   rma_hellos_.fetch_add(1, std::memory_order_relaxed);
   MessageHeader ack;
   ack.type = MessageType::kRmaInfo;
@@ -292,10 +314,10 @@ void Responder::HandleRmaHello(Slot& slot, const MessageHeader& h) {
   ack.sender = endpoint_->address();
   const size_t n = EncodeHeader(ack, slot.buf->span());
   if (n == 0 || !EncodeRegion(RmaSink(), slot.buf->span().subspan(n))) return Discard(slot);
-  Reply(slot, n + kRegionBytes, h.sender);
+  Reply(slot, n + kRegionBytes, to);
 }
 
-void Responder::Acknowledge(Slot& slot, const MessageHeader& h) {
+void Responder::Acknowledge(Slot& slot, const MessageHeader& h, fi_addr_t to) {
   MessageHeader ack;
   ack.session = h.session;
   ack.sender = endpoint_->address();
@@ -311,7 +333,7 @@ void Responder::Acknowledge(Slot& slot, const MessageHeader& h) {
   }
   const size_t n = EncodeHeader(ack, slot.buf->span());
   if (n == 0) return Discard(slot);
-  Reply(slot, n, h.sender);
+  Reply(slot, n, to);
 }
 
 }  // namespace efawatch::fabric

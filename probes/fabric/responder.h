@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +57,10 @@ struct ResponderOptions {
   /// agent that is never RMA-probed pays nothing for it) and never read as data. Off: kRmaInfo
   /// says "no sink" and RMA probes are refused.
   bool rma_sink = true;
+  /// Answer only the sender libfabric says a message came from (FI_SOURCE), and only when it is
+  /// the one the message's header claims; see Responder. Off (or a provider without FI_SOURCE,
+  /// FabricInfo::source false): answer the claimed address, as a plain echo server would.
+  bool verify_source = true;
 };
 
 /// Counters since start. Plain values; read with Responder::counters().
@@ -70,6 +75,8 @@ struct ResponderCounters {
   uint64_t send_errors = 0;   ///< Error completions of replies (peer went away).
   uint64_t wakeups = 0;       ///< Times the loop returned from an idle wait (sleep or fd).
   uint64_t rma_hellos = 0;    ///< kRmaHello answered (with a sink or without).
+  uint64_t unverified = 0;    ///< Dropped: from a sender not (yet) in the address vector.
+  uint64_t spoofed = 0;       ///< Dropped: the real sender differs from the claimed one.
 };
 
 /// The always-on side of every fabric probe: echoes kPing as kPong, sinks (or echoes) bandwidth
@@ -79,6 +86,16 @@ struct ResponderCounters {
 /// completions keep arriving and otherwise blocks on the CQ's wait object (fi_trywait + poll(2)),
 /// or sleeps between polls where there is none or `wait_fd` is off, so an idle responder costs
 /// about nothing. All public methods are thread-safe. The destructor stops and joins the thread.
+///
+/// Senders are checked, so the responder cannot be made to send to an address that did not
+/// send to it (a reflector): every message claims its sender's address, and with FI_SOURCE
+/// libfabric names the sender it really came from: on tcp;ofi_rxm the peer is keyed by the
+/// connection's IP address (from the socket) and the port it announced. A message is answered
+/// only at that real sender, and only when the claim names the same one; a mismatch is dropped
+/// (`spoofed`). A sender not yet in the address vector cannot be named, so its message is dropped
+/// too (`unverified`) after the claimed address is inserted: when the claim is true, the
+/// sender's next message is attributed to it and answered, which is why probers resend their
+/// first message (internal::kFirstResend). Inserting an address sends nothing.
 ///
 /// Memory is bounded: rx_depth buffers, a fixed-size session table and an address vector of
 /// EndpointOptions::av_capacity peers (least recently used evicted). A reply reuses the buffer
@@ -111,16 +128,19 @@ class Responder {
   void Run(const std::stop_token& stop);
   void Post(Slot& slot);
   // Answers one received message; every path reposts the slot, at once or after the reply.
-  void Handle(Slot& slot, size_t len);
+  void Handle(Slot& slot, size_t len, fi_addr_t source);
+  // Where answers to a message from `source` claiming `claimed` may go; nullopt (counted) when
+  // nowhere. See the class comment.
+  std::optional<fi_addr_t> Verify(fi_addr_t source, const std::string& claimed);
   // Counts a message that is not for us and reposts its slot.
   void Discard(Slot& slot);
   // kBwData: counts it in its session and echoes it when asked to.
-  void HandleBwData(Slot& slot, std::span<std::byte> msg, const MessageHeader& h);
+  void HandleBwData(Slot& slot, std::span<std::byte> msg, const MessageHeader& h, fi_addr_t to);
   // kRmaHello: answers kRmaInfo with the RMA sink (or "no sink").
-  void HandleRmaHello(Slot& slot, const MessageHeader& h);
+  void HandleRmaHello(Slot& slot, const MessageHeader& h, fi_addr_t to);
   // kHello (our depth and largest message) and kBwDone (the session's counts).
-  void Acknowledge(Slot& slot, const MessageHeader& h);
-  void Reply(Slot& slot, size_t len, const std::string& to);
+  void Acknowledge(Slot& slot, const MessageHeader& h, fi_addr_t to);
+  void Reply(Slot& slot, size_t len, fi_addr_t to);
   bool FlushPending();
   RemoteRegion RmaSink();
 
@@ -148,7 +168,8 @@ class Responder {
   std::unique_ptr<Endpoint> endpoint_;
 
   std::atomic<uint64_t> received_{0}, pings_{0}, bw_messages_{0}, bw_bytes_{0}, garbage_{0},
-      unresolvable_{0}, recv_errors_{0}, send_errors_{0}, wakeups_{0}, rma_hellos_{0};
+      unresolvable_{0}, recv_errors_{0}, send_errors_{0}, wakeups_{0}, rma_hellos_{0},
+      unverified_{0}, spoofed_{0};
   mutable std::mutex mu_;
   absl::Status status_;  // Guarded by mu_.
   std::jthread thread_;

@@ -5,6 +5,11 @@
 //                                   [--answered-file G]
 //   efawatch-fabric-probe ping --peer HEX [--count N] [--size S] ...
 //   efawatch-fabric-probe bandwidth --peer HEX [--sizes 4096,1048576] [--bidirectional|--rma] ...
+//   efawatch-fabric-probe forge --peer HEX --claim HEX [--count N] [--introduce]
+//
+// `forge` plays an attacker for the security tests: it sends kPing messages whose header claims
+// another sender (--claim), after introducing its own address first with --introduce, and
+// reports whether anything came back to it.
 //
 // The responder prints one JSON line with its address once it serves, then runs until SIGINT or
 // SIGTERM and prints its counters.
@@ -14,11 +19,15 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/escaping.h"
 #include "nlohmann/json.hpp"
+#include "probes/fabric/fi_status.h"
+#include "probes/fabric/message.h"
 #include "probes/fabric/probe.h"
 #include "probes/fabric/responder.h"
 
@@ -44,10 +53,16 @@ struct Flags {
   efawatch::fabric::ResponderOptions responder;
   bool no_rma_sink = false;
   bool sleep_idle = false;
+  bool no_verify_source = false;
 
   efawatch::fabric::PingOptions ping;
   int64_t timeout_ms = 1000, deadline_ms = 10000;
   bool samples = false;
+
+  std::string claim_hex;  // forge
+  uint32_t forge_count = 10;
+  bool introduce = false;
+  int64_t listen_ms = 500;
 
   efawatch::fabric::BandwidthOptions bandwidth;
   int64_t per_size_ms = 200, stall_ms = 2000, bw_deadline_ms = 30000;
@@ -60,6 +75,7 @@ json FabricJson(const FabricInfo& f) {
           {"domain", f.domain},
           {"api_version", absl::StrCat(FI_MAJOR(f.api_version), ".", FI_MINOR(f.api_version))},
           {"rma", f.rma},
+          {"source", f.source},
           {"mr_local", f.mr_local},
           {"manual_progress", f.manual_progress},
           {"max_msg_size", f.max_msg_size},
@@ -70,7 +86,8 @@ json FabricJson(const FabricInfo& f) {
 json CountersJson(const ResponderCounters& c) {
   return {{"received", c.received},       {"pings", c.pings},     {"bw_messages", c.bw_messages},
           {"bw_bytes", c.bw_bytes},       {"garbage", c.garbage}, {"send_errors", c.send_errors},
-          {"recv_errors", c.recv_errors}, {"wakeups", c.wakeups}, {"rma_hellos", c.rma_hellos}};
+          {"recv_errors", c.recv_errors}, {"wakeups", c.wakeups}, {"rma_hellos", c.rma_hellos},
+          {"unverified", c.unverified},   {"spoofed", c.spoofed}};
 }
 
 json PingJson(const PingResult& p, bool samples) {
@@ -138,6 +155,8 @@ CLI::App* AddResponderCommand(CLI::App& app, Flags& f) {
                         "largest message (and RMA sink) in bytes, header included");
   responder->add_flag("--no-rma-sink", f.no_rma_sink, "offer no sink for RMA writes");
   responder->add_flag("--sleep-idle", f.sleep_idle, "sleep between idle polls, not on the CQ's fd");
+  responder->add_flag("--no-verify-source", f.no_verify_source,
+                      "answer the sender a message claims, unchecked (comparisons only)");
   return responder;
 }
 
@@ -166,6 +185,17 @@ CLI::App* AddBandwidthCommand(CLI::App& app, Flags& f) {
   return bw;
 }
 
+CLI::App* AddForgeCommand(CLI::App& app, Flags& f) {
+  auto* forge = app.add_subcommand("forge", "send pings that claim another sender (tests)");
+  forge->add_option("--peer", f.peer_hex, "responder address (hex)")->required();
+  forge->add_option("--claim", f.claim_hex, "sender address the pings claim (hex)")->required();
+  forge->add_option("--count", f.forge_count, "forged pings to send");
+  forge->add_flag("--introduce", f.introduce,
+                  "first get a hello answered with this endpoint's true address");
+  forge->add_option("--listen-ms", f.listen_ms, "how long to wait for anything coming back");
+  return forge;
+}
+
 // Blocks SIGINT and SIGTERM in this thread, and so in every thread started after it, so that
 // only sigwait() sees them. Returns the set to wait on.
 sigset_t BlockStopSignals() {
@@ -192,6 +222,7 @@ int RunResponder(const Flags& f, const EndpointOptions& eo) {
   ro.rx_depth = f.rx_depth;
   ro.rma_sink = !f.no_rma_sink;
   ro.wait_fd = !f.sleep_idle;
+  ro.verify_source = !f.no_verify_source;
   auto r = efawatch::fabric::Responder::Create(ro);
   if (!r.ok()) return Fail(r.status());
   const std::string hex = absl::BytesToHexString((*r)->address());
@@ -240,6 +271,116 @@ int RunBandwidth(const Flags& f, const EndpointOptions& eo, const std::string& p
   return 0;
 }
 
+// The forger: one endpoint, one send and one receive buffer, driven by hand.
+class Forger {
+ public:
+  static absl::StatusOr<std::unique_ptr<Forger>> Create(const EndpointOptions& eo,
+                                                        const std::string& peer) {
+    auto ep = efawatch::fabric::Endpoint::Create(eo);
+    if (!ep.ok()) return ep.status();
+    std::unique_ptr<Forger> f(new Forger());
+    f->ep_ = *std::move(ep);
+    auto to = f->ep_->Resolve(peer);
+    if (!to.ok()) return to.status();
+    f->peer_ = *to;
+    for (auto* b : {&f->tx_, &f->rx_}) {
+      auto desc = f->ep_->Register(b->buf.span());
+      if (!desc.ok()) return desc.status();
+      b->desc = *desc;
+    }
+    const ssize_t ret = f->ep_->PostRecv(f->rx_.buf.data(), kBytes, f->rx_.desc, &f->rx_.ctx);
+    if (ret != 0) return efawatch::fabric::FiStatus("fi_recv", ret);
+    return f;
+  }
+
+  // Sends one message with `header` and waits for its send to complete.
+  absl::Status Send(const efawatch::fabric::MessageHeader& header) {
+    const size_t len = efawatch::fabric::EncodeHeader(header, tx_.buf.span());
+    ssize_t ret;
+    while ((ret = ep_->PostSend(tx_.buf.data(), len, tx_.desc, peer_, &tx_.ctx)) == -FI_EAGAIN) {
+      Pump(std::chrono::milliseconds(1));
+    }
+    if (ret != 0) return efawatch::fabric::FiStatus("fi_send", ret);
+    sent_done_ = false;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!sent_done_ && std::chrono::steady_clock::now() < until) {
+      Pump(std::chrono::milliseconds(1));
+    }
+    return sent_done_ ? absl::OkStatus() : absl::DeadlineExceededError("send did not complete");
+  }
+
+  // Polls for `d`, keeping the types of messages that arrive (see TakeReceived).
+  void Pump(std::chrono::milliseconds d) {
+    const auto until = std::chrono::steady_clock::now() + d;
+    do {
+      efawatch::fabric::Completion c[8];
+      const ssize_t n = ep_->Poll(c);
+      for (ssize_t i = 0; i < n; ++i) {
+        if (c[i].context == &tx_.ctx) {
+          sent_done_ = true;
+          continue;
+        }
+        const auto h = efawatch::fabric::DecodeHeader({rx_.buf.data(), c[i].len});
+        received_.push_back(h ? static_cast<int>(h->type) : 0);
+        ep_->PostRecv(rx_.buf.data(), kBytes, rx_.desc, &rx_.ctx);
+      }
+      if (n <= 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    } while (std::chrono::steady_clock::now() < until);
+  }
+  std::vector<int> TakeReceived() { return std::exchange(received_, {}); }
+
+  const std::string& address() const { return ep_->address(); }
+
+ private:
+  static constexpr size_t kBytes = 4096;
+  struct Buf {
+    fi_context2 ctx{};
+    efawatch::fabric::AlignedBuffer buf{kBytes};
+    void* desc = nullptr;
+  };
+  Forger() = default;
+  Buf tx_, rx_;
+  std::unique_ptr<efawatch::fabric::Endpoint> ep_;  // Closed before the buffers.
+  fi_addr_t peer_ = FI_ADDR_UNSPEC;
+  bool sent_done_ = false;
+  std::vector<int> received_;  // Message types that arrived (0: not a probe message).
+};
+
+int RunForge(const Flags& f, const EndpointOptions& eo, const std::string& peer,
+             const std::string& claim) {
+  auto forger = Forger::Create(eo, peer);
+  if (!forger.ok()) return Fail(forger.status());
+  Forger& fg = **forger;
+  using efawatch::fabric::MessageType;
+  efawatch::fabric::MessageHeader h;
+  h.session = 42;
+  bool introduced = false;
+  if (f.introduce) {
+    h.type = MessageType::kHello;
+    h.sender = fg.address();
+    for (int i = 0; i < 20 && !introduced; ++i) {
+      if (absl::Status s = fg.Send(h); !s.ok()) return Fail(s);
+      fg.Pump(std::chrono::milliseconds(20 * (i + 1)));
+      for (int type : fg.TakeReceived()) {
+        introduced |= type == static_cast<int>(MessageType::kHelloAck);
+      }
+    }
+  }
+  h.type = MessageType::kPing;
+  h.sender = claim;
+  for (uint32_t i = 0; i < f.forge_count; ++i) {
+    h.seq = i;
+    if (absl::Status s = fg.Send(h); !s.ok()) return Fail(s);
+  }
+  fg.Pump(std::chrono::milliseconds(f.listen_ms));
+  const std::vector<int> back = fg.TakeReceived();
+  std::cout << json{{"introduced", introduced},
+                    {"sent", f.forge_count},
+                    {"received_back", back.size()}}
+            << std::endl;
+  return 0;
+}
+
 bool IsHex(const std::string& s) {
   return s.size() % 2 == 0 && s.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
 }
@@ -255,7 +396,8 @@ int main(int argc, char** argv) {
   app.add_option("--interface", f.interface, "interface or domain name, e.g. lo");
   CLI::App* responder = AddResponderCommand(app, f);
   CLI::App* ping = AddPingCommand(app, f);
-  AddBandwidthCommand(app, f);
+  CLI::App* bandwidth = AddBandwidthCommand(app, f);
+  CLI::App* forge = AddForgeCommand(app, f);
   CLI11_PARSE(app, argc, argv);
 
   efawatch::fabric::EndpointOptions eo;
@@ -265,5 +407,9 @@ int main(int argc, char** argv) {
   if (!IsHex(f.peer_hex)) return Fail(absl::InvalidArgumentError("--peer is not a hex string"));
   const std::string peer = absl::HexStringToBytes(f.peer_hex);
   if (ping->parsed()) return RunPing(f, eo, peer);
-  return RunBandwidth(f, eo, peer);
+  if (bandwidth->parsed()) return RunBandwidth(f, eo, peer);
+  if (!forge->parsed() || !IsHex(f.claim_hex)) {
+    return Fail(absl::InvalidArgumentError("--claim is not a hex string"));
+  }
+  return RunForge(f, eo, peer, absl::HexStringToBytes(f.claim_hex));
 }
