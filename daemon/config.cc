@@ -557,7 +557,22 @@ absl::Status ValidateMetricsTls(const Config& c) {
   return absl::OkStatus();
 }
 
+// The DaemonSet builds the metrics address from the downward API ("$(EFAWATCH_POD_IP):9477"),
+// which writes an IPv6 pod IP without brackets: "fd00::5:9477" is read as [fd00::5]:9477 (the
+// last group is the port).
+void BracketIpv6Host(std::string& address) {
+  if (address.starts_with("[")) return;
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return;
+  const std::string host = address.substr(0, colon);
+  unsigned char buf[sizeof(struct in6_addr)];
+  if (host.find(':') == std::string::npos || inet_pton(AF_INET6, host.c_str(), buf) != 1) return;
+  address = absl::StrCat("[", host, "]", address.substr(colon));
+}
+
 absl::Status Validate(Config& c) {
+  BracketIpv6Host(c.metrics_listen);
+  BracketIpv6Host(c.grpc_listen);
   if (auto st = ValidateListenAddress("metrics-listen", c.metrics_listen); !st.ok()) return st;
   if (auto st = ValidateMetricsTls(c); !st.ok()) return st;
   if (auto st = ValidateListenAddress("grpc-listen", c.grpc_listen); !st.ok()) return st;

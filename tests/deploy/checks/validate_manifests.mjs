@@ -116,6 +116,26 @@ function runbookCommandErrors(c, pod, overlay) {
   return errs;
 }
 
+// /metrics on the pod IP only (docs/security.md, "What /metrics exposes"): EFAWATCH_METRICS_LISTEN
+// is "$(EFAWATCH_POD_IP):<metrics port>", with EFAWATCH_POD_IP from the downward API defined
+// before it (Kubernetes expands only variables defined earlier in the list; a later or missing
+// one stays literal and the agent exits on it).
+function metricsListenErrors(c) {
+  const env = c.env ?? [];
+  const at = (name) => env.findIndex((e) => e.name === name);
+  const listen = env[at("EFAWATCH_METRICS_LISTEN")]?.value;
+  const port = (c.ports ?? []).find((p) => p.name === "metrics")?.containerPort;
+  const errs = [];
+  if (listen !== `$(EFAWATCH_POD_IP):${port}`) {
+    errs.push(`EFAWATCH_METRICS_LISTEN is ${listen}: not $(EFAWATCH_POD_IP):${port} (the pod IP only)`);
+  }
+  const ip = env[at("EFAWATCH_POD_IP")];
+  if (ip?.valueFrom?.fieldRef?.fieldPath !== "status.podIP" || at("EFAWATCH_POD_IP") > at("EFAWATCH_METRICS_LISTEN")) {
+    errs.push("EFAWATCH_POD_IP is not status.podIP defined before EFAWATCH_METRICS_LISTEN");
+  }
+  return errs;
+}
+
 function agentContainer(ds) {
   return ds.spec.template.spec.containers.find((c) => c.name === "efawatchd");
 }
@@ -249,6 +269,7 @@ function policyErrors(objs, overlay) {
   errs.push(...grpcSecurityErrors(objs, c, pod, overlay));
   errs.push(...metricsTlsErrors(objs, c, pod));
   errs.push(...runbookCommandErrors(c, pod, overlay));
+  errs.push(...metricsListenErrors(c));
   for (const k of [...(pod.initContainers ?? []), ...pod.containers]) {
     const [name, tag] = k.image.split(":");
     if (k === c && name !== IMAGE_NAME) errs.push(`image ${k.image}: kustomize images name ${IMAGE_NAME} no longer matches`);
@@ -465,6 +486,22 @@ async function selfTest() {
       .map(([name, value]) => ({ name, value })),
     volumeMounts: [{ name: "grpc-tls", mountPath: "/t" }],
   });
+  // /metrics on the pod IP, from a variable defined before it.
+  const podIp = { name: "EFAWATCH_POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
+  const listenOn = (value) => ({ name: "EFAWATCH_METRICS_LISTEN", value });
+  const metricsPort = [{ name: "metrics", containerPort: 9477 }];
+  if (metricsListenErrors({ env: [podIp, listenOn("$(EFAWATCH_POD_IP):9477")], ports: metricsPort }).length) {
+    console.error("self-test: /metrics on the pod IP was rejected");
+    process.exit(1);
+  }
+  for (const [what, env] of [["all addresses", [podIp, listenOn(":9477")]],
+                             ["no setting", [podIp]],
+                             ["the pod IP defined after it", [listenOn("$(EFAWATCH_POD_IP):9477"), podIp]]]) {
+    if (!metricsListenErrors({ env, ports: metricsPort }).length) {
+      console.error(`self-test: /metrics on ${what} should have been rejected`);
+      process.exit(1);
+    }
+  }
   if (runbookCommandErrors(cli(":9478", "r,a"), {}, "eks").length) {
     console.error("self-test: a DaemonSet the runbook's commands reach was rejected");
     process.exit(1);

@@ -42,6 +42,23 @@ TEST(ConfigTest, FlagBeatsEnvironmentBeatsFileBeatsDefault) {
   EXPECT_EQ(c->state_dir, "/var/lib/efawatch");
 }
 
+TEST(ConfigTest, ListenAddressesFromThePodIpTakeIpv6WithoutBrackets) {
+  // The DaemonSet writes EFAWATCH_METRICS_LISTEN as "$(EFAWATCH_POD_IP):9477".
+  auto c = Parse({}, {{"EFAWATCH_METRICS_LISTEN", "fd00:10::5:9477"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->metrics_listen, "[fd00:10::5]:9477");
+  c = Parse({}, {{"EFAWATCH_METRICS_LISTEN", "10.1.2.3:9477"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->metrics_listen, "10.1.2.3:9477");
+  c = Parse({"--grpc-listen", "::1:9478"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->grpc_listen, "[::1]:9478");
+  // Unset in the pod spec, Kubernetes leaves the reference as written: one clear line.
+  c = Parse({}, {{"EFAWATCH_METRICS_LISTEN", "$(EFAWATCH_POD_IP):9477"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("metrics-listen"));
+}
+
 TEST(ConfigTest, ConfigFileComesFromEnvironmentToo) {
   testing::TempDir dir;
   testing::WriteFile(dir.File("c.conf"), "log-format = json\n");
