@@ -18,6 +18,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "probes/fabric/endpoint.h"
+#include "probes/fabric/message.h"
 #include "probes/fabric/probe.h"
 #include "probes/fabric/responder.h"
 
@@ -314,6 +315,94 @@ TEST_P(FabricProbeTest, GarbageIsCountedAndResponderKeepsServing) {
   auto res = Ping(o);
   ASSERT_TRUE(res.ok()) << res.status();
   EXPECT_EQ(res->received, 20u);
+}
+
+// Sends one message with `header` from `ep` to `to` and polls until its send completes; keeps
+// the types of messages that arrive meanwhile in `*arrived`.
+void SendAndPoll(Endpoint& ep, fi_addr_t to, const MessageHeader& header, AlignedBuffer& tx,
+                 void* tx_desc, AlignedBuffer& rx, void* rx_desc, fi_context2* rx_ctx,
+                 std::vector<MessageType>* arrived) {
+  fi_context2 ctx;
+  const size_t len = EncodeHeader(header, tx.span());
+  ASSERT_GT(len, 0u);
+  Completion c[8];
+  bool sent = false, posted = false;
+  const auto until = std::chrono::steady_clock::now() + milliseconds(5000);
+  while (!sent && std::chrono::steady_clock::now() < until) {
+    if (!posted) posted = ep.PostSend(tx.data(), len, tx_desc, to, &ctx) == 0;
+    const ssize_t n = ep.Poll(c);
+    for (ssize_t i = 0; i < n; ++i) {
+      if (c[i].context == &ctx) {
+        sent = true;
+      } else if (auto h = DecodeHeader({rx.data(), c[i].len})) {
+        arrived->push_back(h->type);
+        ep.PostRecv(rx.data(), rx.size(), rx_desc, rx_ctx);
+      }
+    }
+  }
+  ASSERT_TRUE(sent);
+}
+
+TEST_P(FabricProbeTest, ForgedSenderGetsNoAnswerAtTheClaimedAddress) {
+  auto checked = StartResponder();
+  auto victim = StartResponder();
+  ASSERT_NE(checked, nullptr);
+  ASSERT_NE(victim, nullptr);
+  if (std::string(GetParam().name) == "shm") {
+    EXPECT_FALSE(checked->info().source) << "shm's FI_SOURCE is not to be trusted in 1.17";
+    GTEST_SKIP() << "shm answers claims unchecked (docs/security.md); it reaches this host only";
+  }
+  ASSERT_TRUE(checked->info().source) << GetParam().name << " did not grant FI_SOURCE";
+  auto ep = Endpoint::Create(Fabric());
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  auto to = (*ep)->Resolve(checked->address());
+  ASSERT_TRUE(to.ok()) << to.status();
+  AlignedBuffer tx(4096), rx(4096);
+  auto tx_desc = (*ep)->Register(tx.span());
+  auto rx_desc = (*ep)->Register(rx.span());
+  ASSERT_TRUE(tx_desc.ok() && rx_desc.ok());
+  fi_context2 rx_ctx;
+  ASSERT_EQ((*ep)->PostRecv(rx.data(), rx.size(), *rx_desc, &rx_ctx), 0);
+  std::vector<MessageType> arrived;
+  auto send = [&](MessageType type, const std::string& sender, uint64_t seq) {
+    MessageHeader h;
+    h.type = type;
+    h.seq = seq;
+    h.session = 7;
+    h.sender = sender;
+    SendAndPoll(**ep, *to, h, tx, *tx_desc, rx, *rx_desc, &rx_ctx, &arrived);
+  };
+  auto settle = [&](auto done, milliseconds wait = milliseconds(5000)) {
+    Completion c[8];
+    const auto until = std::chrono::steady_clock::now() + wait;
+    while (!done() && std::chrono::steady_clock::now() < until) {
+      const ssize_t n = (*ep)->Poll(c);
+      for (ssize_t i = 0; i < n; ++i) {
+        if (auto h = DecodeHeader({rx.data(), c[i].len})) arrived.push_back(h->type);
+        (*ep)->PostRecv(rx.data(), rx.size(), *rx_desc, &rx_ctx);
+      }
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+  };
+  // Unknown to the responder: dropped unanswered, whatever the claim.
+  for (uint64_t i = 0; i < 5; ++i) send(MessageType::kPing, victim->address(), i);
+  settle([&] { return checked->counters().unverified >= 5; });
+  EXPECT_EQ(checked->counters().unverified, 5u);
+  // Known (a true hello was learned from, then answered), but claiming the victim: spoofed.
+  for (uint64_t i = 0; arrived.empty() && i < 20; ++i) {
+    send(MessageType::kHello, (*ep)->address(), i);
+    settle([&] { return !arrived.empty(); }, milliseconds(50) * (i + 1));
+  }
+  ASSERT_EQ(arrived, std::vector<MessageType>{MessageType::kHelloAck});
+  for (uint64_t i = 0; i < 5; ++i) send(MessageType::kPing, victim->address(), i);
+  settle([&] { return checked->counters().spoofed >= 5; });
+  EXPECT_EQ(checked->counters().spoofed, 5u);
+  // A true ping from the same endpoint is answered; nothing ever reached the victim.
+  send(MessageType::kPing, (*ep)->address(), 99);
+  settle([&] { return arrived.size() >= 2; });
+  EXPECT_EQ(arrived.back(), MessageType::kPong);
+  EXPECT_EQ(checked->counters().pings, 1u);
+  EXPECT_EQ(victim->counters().received, 0u);
 }
 
 TEST_P(FabricProbeTest, BadPeerAddressIsInvalidArgument) {
