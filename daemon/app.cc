@@ -241,9 +241,16 @@ fabric::EndpointOptions App::CreateFabric() {
   // ofi_rxm (the RDM layer over tcp) sizes its per-connection buffer pools for throughput:
   // about 70 MiB resident at the first endpoint, which would triple the idle agent. Probes need
   // few buffers; a user's values win. Set before the first fi_getinfo, while no thread runs.
+  // Every endpoint (the responder, the mesh's pinger) fills a receive pool of 1024 buffers of
+  // BUFFER_SIZE at fi_enable: 1024 instead of 4096 takes 3 MiB off each (measured on an idle
+  // agent: 34.0 -> 30.9 MiB RSS), and RX/TX_SIZE 64 (probes keep at most 16 + 4 in flight) its
+  // queues 0.7 MiB more. Messages past 1 KiB then go by rxm's segmented protocol: a 4 KiB ping
+  // costs a few us more; the mesh pings with 64 bytes.
   ::setenv("FI_OFI_RXM_MSG_RX_SIZE", "16", /*overwrite=*/0);
   ::setenv("FI_OFI_RXM_MSG_TX_SIZE", "16", /*overwrite=*/0);
-  ::setenv("FI_OFI_RXM_BUFFER_SIZE", "4096", /*overwrite=*/0);
+  ::setenv("FI_OFI_RXM_BUFFER_SIZE", "1024", /*overwrite=*/0);
+  ::setenv("FI_OFI_RXM_RX_SIZE", "64", /*overwrite=*/0);
+  ::setenv("FI_OFI_RXM_TX_SIZE", "64", /*overwrite=*/0);
   spdlog::info("libfabric {}", fabric::LoadedLibfabric());
   fabric::FabricServiceOptions fopts;
   fopts.responder = config_.fabric_responder;
