@@ -37,9 +37,23 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
     for (auto* c : collectors_) status_->Register(std::string(c->Name()));
   }
 
+  // Scrapes the HTTPS edge refused, by reason; exported once a check is configured.
+  struct Refusals {
+    bool checked = false;
+    std::atomic<uint64_t> client_certificate{0};
+    std::atomic<uint64_t> bearer_token{0};
+  };
+  Refusals& refusals() { return refusals_; }
+
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::lock_guard lock(mu_);
     FamilySink sink;
+    if (refusals_.checked) {
+      sink.Add(metrics::M::kMetricsScrapesRefusedTotal, {{"reason", "client_certificate"}},
+               static_cast<double>(refusals_.client_certificate.load()));
+      sink.Add(metrics::M::kMetricsScrapesRefusedTotal, {{"reason", "bearer_token"}},
+               static_cast<double>(refusals_.bearer_token.load()));
+    }
     sink.Add(metrics::M::kBuildInfo,
              {{"version", options_.build.version},
               {"revision", options_.build.revision},
@@ -76,6 +90,7 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
   common::CollectorStatusBoard* status_;
   const common::Clock& clock_;
   mutable std::mutex mu_;
+  Refusals refusals_;
 };
 
 // /healthz and /readyz for the kubelet's HTTP probes: the kubelet presents no client certificate,
@@ -154,6 +169,7 @@ absl::Status PrometheusEdge::ServeHttps(const std::string& listen, const Metrics
     token_ = *std::move(token);
   }
   require_client_cert_ = !tls.client_ca_file.empty();
+  scraper_->refusals().checked = require_client_cert_ || token_ != nullptr;
   https_self_ = std::make_unique<ExposerMetrics>();
   const auto alive = [](const HttpRequest&) { return HttpResponse{}; };
   HttpsServerOptions o;
@@ -176,6 +192,7 @@ HttpResponse PrometheusEdge::Metrics(const HttpRequest& request) {
   HttpResponse r;
   if (require_client_cert_ && request.client_cert != ClientCert::kTrusted) {
     r = HttpResponse::Text(403, "a client certificate signed by the metrics client CA is needed\n");
+    scraper_->refusals().client_certificate.fetch_add(1);
     refused = request.client_cert == ClientCert::kNone
                   ? "no client certificate"
                   : absl::StrCat("client certificate not trusted: ", request.client_cert_problem);
@@ -184,6 +201,7 @@ HttpResponse PrometheusEdge::Metrics(const HttpRequest& request) {
          .body = "a bearer token is needed\n",
          .headers = {{"WWW-Authenticate", "Bearer realm=\"efawatch\""}}};
     refused = request.authorization.empty() ? "no bearer token" : "wrong bearer token";
+    scraper_->refusals().bearer_token.fetch_add(1);
   }
   if (!refused.empty()) {
     // A misconfigured scraper retries every interval: one line a minute says what is wrong.

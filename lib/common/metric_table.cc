@@ -360,6 +360,12 @@ std::vector<MetricDef> BuildTable() {
        "gRPC calls refused with PERMISSION_DENIED because the caller's certificate identity holds "
        "no role the method allows (docs/security.md), per method.",
        {"method"}},
+      {M::kMetricsScrapesRefusedTotal.name(),
+       T::kCounter,
+       "Requests for /metrics over HTTPS refused: reason client_certificate (none, or not of the "
+       "metrics client CA: 403) or bearer_token (missing or wrong: 401). Only with "
+       "--metrics-tls-client-ca or --metrics-bearer-token-file.",
+       {"reason"}},
   };
   for (size_t i = 0; i < efa::KnownCounters().size(); ++i) {
     const auto& c = efa::KnownCounters()[i];

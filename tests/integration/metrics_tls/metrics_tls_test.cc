@@ -184,5 +184,42 @@ TEST_F(MetricsTlsTest, TheBearerTokenIsCheckedAndARotatedOneWorks) {
       << "the rotated-out token still works";
 }
 
+// The value of efawatch_metrics_scrapes_refused_total{reason=...} in a scrape, -1 when absent.
+double Refused(const std::string& body, const std::string& reason) {
+  const std::string series = "efawatch_metrics_scrapes_refused_total{reason=\"" + reason + "\"} ";
+  const size_t at = body.find(series);
+  return at == std::string::npos ? -1 : std::stod(body.substr(at + series.size()));
+}
+
+TEST_F(MetricsTlsTest, RefusedScrapesAreCountedByReason) {
+  auto scrape = [&](const AgentProcess& agent, const std::vector<std::string>& auth) {
+    const Reply r = Get(scratch_, agent.metrics_port(), "/metrics", Fleet("ca.pem"), auth);
+    EXPECT_EQ(r.status, 200) << r.curl << r.body;
+    return r.body;
+  };
+  const std::vector<std::string> reader = ClientCert(*fleet_, "reader");
+  std::string before = scrape(*mtls_, reader);
+  ASSERT_GE(Refused(before, "client_certificate"), 0) << before;
+  EXPECT_EQ(Get(scratch_, mtls_->metrics_port(), "/metrics", Fleet("ca.pem")).status, 403);
+  EXPECT_EQ(Get(scratch_, mtls_->metrics_port(), "/metrics", Fleet("ca.pem"),
+                ClientCert(*other_, "reader"))
+                .status,
+            403);
+  std::string after = scrape(*mtls_, reader);
+  EXPECT_EQ(Refused(after, "client_certificate"), Refused(before, "client_certificate") + 2);
+  EXPECT_EQ(Refused(after, "bearer_token"), 0);
+
+  // The current token (the rotation test may have replaced the first one).
+  std::string token = testing::ReadFileOrEmpty(Fleet("token"));
+  while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+  before = scrape(*token_, Bearer(token));
+  ASSERT_GE(Refused(before, "bearer_token"), 0) << before;
+  EXPECT_EQ(
+      Get(scratch_, token_->metrics_port(), "/metrics", Fleet("ca.pem"), Bearer("nope")).status,
+      401);
+  after = scrape(*token_, Bearer(token));
+  EXPECT_EQ(Refused(after, "bearer_token"), Refused(before, "bearer_token") + 1);
+}
+
 }  // namespace
 }  // namespace efawatch
