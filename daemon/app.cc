@@ -283,8 +283,11 @@ fabric::EndpointOptions App::CreateFabric() {
   collective_collector_ = std::make_unique<collective::CollectiveCollector>(*collective_);
   fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
   if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
-    spdlog::info("fabric responder: provider {} fabric {} domain {} at {}", r->info().provider,
-                 r->info().fabric, r->info().domain, r->printable_address());
+    spdlog::info("fabric responder: provider {} fabric {} domain {} at {}; {}", r->info().provider,
+                 r->info().fabric, r->info().domain, r->printable_address(),
+                 r->info().source ? "answers only the real sender (FI_SOURCE)"
+                                  : "answers the sender a message claims (no trusted FI_SOURCE "
+                                    "on this provider; docs/security.md)");
   } else {
     spdlog::info("fabric responder: off (--fabric-responder=false); probes still run");
   }
