@@ -59,7 +59,8 @@ TEST(ProbeRecordsTest, FieldCountsMatchTheCodec) {
   EXPECT_EQ(testing::FieldCount<fabric::BandwidthResult>(), 11u);
   EXPECT_EQ(testing::FieldCount<fabric::BandwidthPoint>(), 5u);
   EXPECT_EQ(testing::FieldCount<fabric::RttSummary>(), 7u);
-  EXPECT_EQ(testing::FieldCount<fabric::FabricInfo>(), 15u);  // 4 carried, see CarriedFabric
+  // 4 carried, see CarriedFabric; source (whether the responder checks senders) is logged only.
+  EXPECT_EQ(testing::FieldCount<fabric::FabricInfo>(), 16u);
   // endpoint, peer: the caller's; background: the mesh's own
   EXPECT_EQ(testing::FieldCount<fabric::PingOptions>(), 8u);
   EXPECT_EQ(testing::FieldCount<fabric::BandwidthOptions>(), 9u);  // also stall_timeout
