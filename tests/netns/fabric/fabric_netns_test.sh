@@ -8,11 +8,9 @@
 set -euo pipefail
 
 TOOL=$(realpath "${1:?usage: $0 path/to/efawatch-fabric-probe}")
-skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces)"
-command -v ip >/dev/null || skip "iproute2 'ip' not installed"
-command -v python3 >/dev/null || skip "python3 not installed (parses the probe's JSON)"
-ip netns list >/dev/null 2>&1 || skip "'ip netns' unavailable"
+# shellcheck source=tests/netns/lib.sh
+source "$(dirname "$0")/../lib.sh"
+require_netns "python3:parses the probe's JSON"
 DROP_WITH=""
 if command -v nft >/dev/null; then DROP_WITH=nft
 elif command -v iptables >/dev/null; then DROP_WITH=iptables
@@ -38,10 +36,6 @@ ip -n "$B" addr add "$IP_B/24" dev "$VB"
 for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
 ip -n "$A" link set "$VA" up
 ip -n "$B" link set "$VB" up
-# Every wait below polls against a deadline instead of sleeping a fixed time: a loaded host
-# (tests run next to builds) can take seconds for what takes milliseconds on an idle one.
-deadline_after() { echo $(($(date +%s%N) / 1000000 + $1)); }
-before() { (($(date +%s%N) / 1000000 < $1)); }
 
 # libfabric's tcp provider lists only interfaces that are running (carrier up); a fresh veth
 # takes a moment to get there.

@@ -14,14 +14,12 @@ set -euo pipefail
 AGENT=$(realpath "${1:?usage: $0 path/to/efawatchd path/to/efawatch [rules.yml]}")
 CLI=$(realpath "${2:?usage: $0 path/to/efawatchd path/to/efawatch [rules.yml]}")
 RULES=${3:-}
-skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces)"
-command -v ip >/dev/null || skip "iproute2 'ip' not installed"
-command -v curl >/dev/null || skip "curl not installed"
+# shellcheck source=tests/netns/lib.sh
+source "$(dirname "$0")/../lib.sh"
+require_netns "curl:scrapes the agents"
 DNSMASQ=$(command -v dnsmasq || true)
 [[ -z $DNSMASQ && -x /usr/sbin/dnsmasq ]] && DNSMASQ=/usr/sbin/dnsmasq
 [[ -n $DNSMASQ ]] || skip "dnsmasq not installed (Debian: dnsmasq-base)"
-ip netns list >/dev/null 2>&1 || skip "'ip netns' unavailable"
 
 N=5
 INTERVAL_MS=1500

@@ -14,11 +14,9 @@
 set -euo pipefail
 
 TOOL=$(realpath "${1:?usage: $0 path/to/efawatch-fabric-probe}")
-skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces)"
-command -v ip >/dev/null || skip "iproute2 'ip' not installed"
-command -v python3 >/dev/null || skip "python3 not installed (reads the tool's JSON)"
-ip netns list >/dev/null 2>&1 || skip "'ip netns' unavailable"
+# shellcheck source=tests/netns/lib.sh
+source "$(dirname "$0")/../lib.sh"
+require_netns "python3:reads the tool's JSON"
 
 R=efw-fr-$$ V=efw-fv-$$ Z=efw-fz-$$
 N=$(($$ % 200))
@@ -31,9 +29,6 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-deadline_after() { echo $(($(date +%s%N) / 1000000 + $1)); }
-before() { (($(date +%s%N) / 1000000 < $1)); }
 json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print($1)"; }
 
 ip netns add "$R" || skip "cannot create network namespaces here"
@@ -86,13 +81,14 @@ start_responder() {
     sleep 0.1
   done
 }
-# Stops responder $1 and prints its counters (its last JSON line).
+# Stops responder $1 and waits until it has written its counters (its last JSON line, read with
+# `counters NAME`). Not in a command substitution: `wait` works only in the shell that started it.
 stop_responder() {
   local pid_var="${1}_PID"
   kill -TERM "${!pid_var}"
   wait "${!pid_var}" || true
-  tail -1 "$WORK/$1.json"
 }
+counters() { tail -1 "$WORK/$1.json"; }
 passive_opens() {  # TCP connections accepted in namespace $1 since it was made
   ip netns exec "$1" python3 -c '
 lines = [l.split() for l in open("/proc/net/snmp") if l.startswith("Tcp:")]
@@ -128,7 +124,8 @@ out=$(from_z ping --peer "$CHECKED" --count 1 --warmup 0 --timeout-ms 2000)
 opens=$(passive_opens "$V")
 [[ $opens == 0 ]] || fail "$opens TCP connection(s) reached the victim"
 echo "PASS: no connection reached V"
-counters=$(stop_responder checked)
+stop_responder checked
+counters=$(counters checked)
 echo "checked responder: $counters"
 [[ $(echo "$counters" | json 'd["spoofed"]') == 10 ]] || fail "spoofed count is not 10"
 [[ $(echo "$counters" | json 'd["unverified"] >= 10') == True ]] || fail "unverified count < 10"
@@ -143,8 +140,9 @@ while [[ $(passive_opens "$V") == 0 ]]; do
   before "$until_ms" || fail "control: the unchecked responder never reached V (test blind)"
   sleep 0.05
 done
-stop_responder unchecked >/dev/null
-counters=$(stop_responder victim)
+stop_responder unchecked
+stop_responder victim
+counters=$(counters victim)
 echo "victim: $counters"
 [[ $(echo "$counters" | json 'd["received"]') -ge 1 ]] || fail "control: V received no reflected pong"
 echo "PASS: the control reflection reached V, so the checks above can see one"

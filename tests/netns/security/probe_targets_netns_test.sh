@@ -9,11 +9,9 @@ set -euo pipefail
 
 AGENT=$(realpath "${1:?usage: $0 efawatchd efawatch}")
 CLI=$(realpath "${2:?usage: $0 efawatchd efawatch}")
-skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces)"
-command -v ip >/dev/null || skip "iproute2 'ip' not installed"
-command -v python3 >/dev/null || skip "python3 not installed (runs the counting listener)"
-ip netns list >/dev/null 2>&1 || skip "'ip netns' unavailable"
+# shellcheck source=tests/netns/lib.sh
+source "$(dirname "$0")/../lib.sh"
+require_netns "python3:runs the counting listener"
 
 NS=efw-sec-$$
 WORK=$(mktemp -d)
@@ -24,9 +22,6 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-deadline_after() { echo $(($(date +%s%N) / 1000000 + $1)); }
-before() { (($(date +%s%N) / 1000000 < $1)); }
 
 ip netns add "$NS" || skip "cannot create network namespaces here"
 ip -n "$NS" link set lo up
