@@ -276,7 +276,7 @@ std::string Endpoint::Printable(std::string_view raw) const {
 }
 
 std::optional<fi_addr_t> Endpoint::Find(std::string_view raw) {
-  auto it = peers_.find(std::string(raw));
+  auto it = peers_.find(raw);
   if (it == peers_.end()) return std::nullopt;
   lru_.splice(lru_.begin(), lru_, it->second);
   return it->second->second;
@@ -290,11 +290,8 @@ absl::StatusOr<fi_addr_t> Endpoint::Resolve(std::string_view raw) {
                                                    " bytes; provider ", info_.provider, " uses ",
                                                    address_.size()));
   }
+  if (auto known = Find(raw)) return *known;
   std::string key(raw);
-  if (auto it = peers_.find(key); it != peers_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return it->second->second;
-  }
   if (lru_.size() >= av_capacity_) {
     fi_addr_t victim = lru_.back().second;
     // A failed removal leaks one AV slot; the provider's table grows rather than breaks.

@@ -216,8 +216,14 @@ class Endpoint {
   std::string address_;
   std::string last_error_;
   size_t av_capacity_ = 0;
-  std::list<std::pair<std::string, fi_addr_t>> lru_;  // front = most recently used.
-  std::unordered_map<std::string, std::list<std::pair<std::string, fi_addr_t>>::iterator> peers_;
+  // Looked up by string_view (the responder does per message): no key string is built.
+  struct AddressHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using LruList = std::list<std::pair<std::string, fi_addr_t>>;
+  LruList lru_;  // front = most recently used.
+  std::unordered_map<std::string, LruList::iterator, AddressHash, std::equal_to<>> peers_;
 };
 
 /// The FI_VERSION to request: the older of the headers we built with and the runtime library, so
