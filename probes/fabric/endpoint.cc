@@ -105,19 +105,19 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions
   std::vector<std::string> tried;
   for (const std::string& provider : options.providers) {
     fi_info* raw = nullptr;
-    bool rma = options.rma;
-    bool source = options.source;
-    int ret =
-        fi_getinfo(version, nullptr, nullptr, 0, MakeHints(provider, rma, source).get(), &raw);
-    if (ret == -FI_ENODATA && source) {
-      // No FI_SOURCE: the responder then answers the address a message claims, and says so.
-      source = false;
-      ret = fi_getinfo(version, nullptr, nullptr, 0, MakeHints(provider, rma, source).get(), &raw);
-    }
-    if (ret == -FI_ENODATA && rma) {
-      // No RMA entry: open for messages only; RMA probes then refuse with a clear reason.
-      rma = false;
-      ret = fi_getinfo(version, nullptr, nullptr, 0, MakeHints(provider, rma, source).get(), &raw);
+    // FI_RMA and FI_SOURCE are extras, not reasons to fall to the next provider. Without RMA
+    // probes refuse with a clear reason; without FI_SOURCE the responder answers the address a
+    // message claims, and says so. FI_SOURCE is kept longest: it is the security check.
+    int ret = -FI_ENODATA;
+    std::vector<std::pair<bool, bool>> asked;
+    for (const auto& extras :
+         {std::pair{options.rma, options.source}, std::pair{false, options.source},
+          std::pair{options.rma, false}, std::pair{false, false}}) {
+      if (std::find(asked.begin(), asked.end(), extras) != asked.end()) continue;
+      asked.push_back(extras);
+      ret = fi_getinfo(version, nullptr, nullptr, 0,
+                       MakeHints(provider, extras.first, extras.second).get(), &raw);
+      if (ret != -FI_ENODATA) break;
     }
     InfoPtr list(raw);
     if (ret != 0) {
