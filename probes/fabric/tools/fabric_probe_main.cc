@@ -15,21 +15,20 @@
 // SIGTERM and prints its counters.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <string>
-#include <thread>
-#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/escaping.h"
 #include "nlohmann/json.hpp"
-#include "probes/fabric/fi_status.h"
 #include "probes/fabric/message.h"
 #include "probes/fabric/probe.h"
 #include "probes/fabric/responder.h"
+#include "probes/fabric/tools/raw_peer.h"
 
 namespace {
 
@@ -271,112 +270,38 @@ int RunBandwidth(const Flags& f, const EndpointOptions& eo, const std::string& p
   return 0;
 }
 
-// The forger: one endpoint, one send and one receive buffer, driven by hand.
-class Forger {
- public:
-  static absl::StatusOr<std::unique_ptr<Forger>> Create(const EndpointOptions& eo,
-                                                        const std::string& peer) {
-    auto ep = efawatch::fabric::Endpoint::Create(eo);
-    if (!ep.ok()) return ep.status();
-    std::unique_ptr<Forger> f(new Forger());
-    f->ep_ = *std::move(ep);
-    auto to = f->ep_->Resolve(peer);
-    if (!to.ok()) return to.status();
-    f->peer_ = *to;
-    for (auto* b : {&f->tx_, &f->rx_}) {
-      auto desc = f->ep_->Register(b->buf.span());
-      if (!desc.ok()) return desc.status();
-      b->desc = *desc;
-    }
-    const ssize_t ret = f->ep_->PostRecv(f->rx_.buf.data(), kBytes, f->rx_.desc, &f->rx_.ctx);
-    if (ret != 0) return efawatch::fabric::FiStatus("fi_recv", ret);
-    return f;
-  }
-
-  // Sends one message with `header` and waits for its send to complete.
-  absl::Status Send(const efawatch::fabric::MessageHeader& header) {
-    const size_t len = efawatch::fabric::EncodeHeader(header, tx_.buf.span());
-    ssize_t ret;
-    while ((ret = ep_->PostSend(tx_.buf.data(), len, tx_.desc, peer_, &tx_.ctx)) == -FI_EAGAIN) {
-      Pump(std::chrono::milliseconds(1));
-    }
-    if (ret != 0) return efawatch::fabric::FiStatus("fi_send", ret);
-    sent_done_ = false;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!sent_done_ && std::chrono::steady_clock::now() < until) {
-      Pump(std::chrono::milliseconds(1));
-    }
-    return sent_done_ ? absl::OkStatus() : absl::DeadlineExceededError("send did not complete");
-  }
-
-  // Polls for `d`, keeping the types of messages that arrive (see TakeReceived).
-  void Pump(std::chrono::milliseconds d) {
-    const auto until = std::chrono::steady_clock::now() + d;
-    do {
-      efawatch::fabric::Completion c[8];
-      const ssize_t n = ep_->Poll(c);
-      for (ssize_t i = 0; i < n; ++i) {
-        if (c[i].context == &tx_.ctx) {
-          sent_done_ = true;
-          continue;
-        }
-        const auto h = efawatch::fabric::DecodeHeader({rx_.buf.data(), c[i].len});
-        received_.push_back(h ? static_cast<int>(h->type) : 0);
-        ep_->PostRecv(rx_.buf.data(), kBytes, rx_.desc, &rx_.ctx);
-      }
-      if (n <= 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-    } while (std::chrono::steady_clock::now() < until);
-  }
-  std::vector<int> TakeReceived() { return std::exchange(received_, {}); }
-
-  const std::string& address() const { return ep_->address(); }
-
- private:
-  static constexpr size_t kBytes = 4096;
-  struct Buf {
-    fi_context2 ctx{};
-    efawatch::fabric::AlignedBuffer buf{kBytes};
-    void* desc = nullptr;
-  };
-  Forger() = default;
-  Buf tx_, rx_;
-  std::unique_ptr<efawatch::fabric::Endpoint> ep_;  // Closed before the buffers.
-  fi_addr_t peer_ = FI_ADDR_UNSPEC;
-  bool sent_done_ = false;
-  std::vector<int> received_;  // Message types that arrived (0: not a probe message).
-};
-
 int RunForge(const Flags& f, const EndpointOptions& eo, const std::string& peer,
              const std::string& claim) {
-  auto forger = Forger::Create(eo, peer);
-  if (!forger.ok()) return Fail(forger.status());
-  Forger& fg = **forger;
   using efawatch::fabric::MessageType;
+  auto forger = efawatch::fabric::tools::RawPeer::Create(eo, peer);
+  if (!forger.ok()) return Fail(forger.status());
+  efawatch::fabric::tools::RawPeer& fg = **forger;
+  auto acked = [&] {
+    const auto& a = fg.arrived();
+    return std::find(a.begin(), a.end(), MessageType::kHelloAck) != a.end();
+  };
   efawatch::fabric::MessageHeader h;
   h.session = 42;
-  bool introduced = false;
   if (f.introduce) {
     h.type = MessageType::kHello;
     h.sender = fg.address();
-    for (int i = 0; i < 20 && !introduced; ++i) {
+    for (int i = 0; i < 20 && !acked(); ++i) {
       if (absl::Status s = fg.Send(h); !s.ok()) return Fail(s);
-      fg.Pump(std::chrono::milliseconds(20 * (i + 1)));
-      for (int type : fg.TakeReceived()) {
-        introduced |= type == static_cast<int>(MessageType::kHelloAck);
-      }
+      fg.PollUntil(acked, std::chrono::milliseconds(20 * (i + 1)));
     }
   }
+  const bool introduced = acked();
+  const size_t before = fg.arrived().size() + fg.garbage();
   h.type = MessageType::kPing;
   h.sender = claim;
   for (uint32_t i = 0; i < f.forge_count; ++i) {
     h.seq = i;
     if (absl::Status s = fg.Send(h); !s.ok()) return Fail(s);
   }
-  fg.Pump(std::chrono::milliseconds(f.listen_ms));
-  const std::vector<int> back = fg.TakeReceived();
+  fg.PollFor(std::chrono::milliseconds(f.listen_ms));
   std::cout << json{{"introduced", introduced},
                     {"sent", f.forge_count},
-                    {"received_back", back.size()}}
+                    {"received_back", fg.arrived().size() + fg.garbage() - before}}
             << std::endl;
   return 0;
 }

@@ -21,6 +21,7 @@
 #include "probes/fabric/message.h"
 #include "probes/fabric/probe.h"
 #include "probes/fabric/responder.h"
+#include "probes/fabric/tools/raw_peer.h"
 
 namespace efawatch::fabric {
 namespace {
@@ -317,32 +318,6 @@ TEST_P(FabricProbeTest, GarbageIsCountedAndResponderKeepsServing) {
   EXPECT_EQ(res->received, 20u);
 }
 
-// Sends one message with `header` from `ep` to `to` and polls until its send completes; keeps
-// the types of messages that arrive meanwhile in `*arrived`.
-void SendAndPoll(Endpoint& ep, fi_addr_t to, const MessageHeader& header, AlignedBuffer& tx,
-                 void* tx_desc, AlignedBuffer& rx, void* rx_desc, fi_context2* rx_ctx,
-                 std::vector<MessageType>* arrived) {
-  fi_context2 ctx;
-  const size_t len = EncodeHeader(header, tx.span());
-  ASSERT_GT(len, 0u);
-  Completion c[8];
-  bool sent = false, posted = false;
-  const auto until = std::chrono::steady_clock::now() + milliseconds(5000);
-  while (!sent && std::chrono::steady_clock::now() < until) {
-    if (!posted) posted = ep.PostSend(tx.data(), len, tx_desc, to, &ctx) == 0;
-    const ssize_t n = ep.Poll(c);
-    for (ssize_t i = 0; i < n; ++i) {
-      if (c[i].context == &ctx) {
-        sent = true;
-      } else if (auto h = DecodeHeader({rx.data(), c[i].len})) {
-        arrived->push_back(h->type);
-        ep.PostRecv(rx.data(), rx.size(), rx_desc, rx_ctx);
-      }
-    }
-  }
-  ASSERT_TRUE(sent);
-}
-
 TEST_P(FabricProbeTest, ForgedSenderGetsNoAnswerAtTheClaimedAddress) {
   auto checked = StartResponder();
   auto victim = StartResponder();
@@ -353,54 +328,36 @@ TEST_P(FabricProbeTest, ForgedSenderGetsNoAnswerAtTheClaimedAddress) {
     GTEST_SKIP() << "shm answers claims unchecked (docs/security.md); it reaches this host only";
   }
   ASSERT_TRUE(checked->info().source) << GetParam().name << " did not grant FI_SOURCE";
-  auto ep = Endpoint::Create(Fabric());
-  ASSERT_TRUE(ep.ok()) << ep.status();
-  auto to = (*ep)->Resolve(checked->address());
-  ASSERT_TRUE(to.ok()) << to.status();
-  AlignedBuffer tx(4096), rx(4096);
-  auto tx_desc = (*ep)->Register(tx.span());
-  auto rx_desc = (*ep)->Register(rx.span());
-  ASSERT_TRUE(tx_desc.ok() && rx_desc.ok());
-  fi_context2 rx_ctx;
-  ASSERT_EQ((*ep)->PostRecv(rx.data(), rx.size(), *rx_desc, &rx_ctx), 0);
-  std::vector<MessageType> arrived;
+  auto peer = tools::RawPeer::Create(Fabric(), checked->address());
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  tools::RawPeer& forger = **peer;
   auto send = [&](MessageType type, const std::string& sender, uint64_t seq) {
     MessageHeader h;
     h.type = type;
     h.seq = seq;
     h.session = 7;
     h.sender = sender;
-    SendAndPoll(**ep, *to, h, tx, *tx_desc, rx, *rx_desc, &rx_ctx, &arrived);
+    ASSERT_TRUE(forger.Send(h).ok());
   };
-  auto settle = [&](auto done, milliseconds wait = milliseconds(5000)) {
-    Completion c[8];
-    const auto until = std::chrono::steady_clock::now() + wait;
-    while (!done() && std::chrono::steady_clock::now() < until) {
-      const ssize_t n = (*ep)->Poll(c);
-      for (ssize_t i = 0; i < n; ++i) {
-        if (auto h = DecodeHeader({rx.data(), c[i].len})) arrived.push_back(h->type);
-        (*ep)->PostRecv(rx.data(), rx.size(), *rx_desc, &rx_ctx);
-      }
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-  };
+  const milliseconds wait(5000);
   // Unknown to the responder: dropped unanswered, whatever the claim.
   for (uint64_t i = 0; i < 5; ++i) send(MessageType::kPing, victim->address(), i);
-  settle([&] { return checked->counters().unverified >= 5; });
+  forger.PollUntil([&] { return checked->counters().unverified >= 5; }, wait);
   EXPECT_EQ(checked->counters().unverified, 5u);
   // Known (a true hello was learned from, then answered), but claiming the victim: spoofed.
-  for (uint64_t i = 0; arrived.empty() && i < 20; ++i) {
-    send(MessageType::kHello, (*ep)->address(), i);
-    settle([&] { return !arrived.empty(); }, milliseconds(50) * (i + 1));
+  for (uint64_t i = 0; forger.arrived().empty() && i < 20; ++i) {
+    send(MessageType::kHello, forger.address(), i);
+    forger.PollUntil([&] { return !forger.arrived().empty(); }, milliseconds(50) * (i + 1));
   }
-  ASSERT_EQ(arrived, std::vector<MessageType>{MessageType::kHelloAck});
+  ASSERT_EQ(forger.arrived(), std::vector<MessageType>{MessageType::kHelloAck});
   for (uint64_t i = 0; i < 5; ++i) send(MessageType::kPing, victim->address(), i);
-  settle([&] { return checked->counters().spoofed >= 5; });
+  forger.PollUntil([&] { return checked->counters().spoofed >= 5; }, wait);
   EXPECT_EQ(checked->counters().spoofed, 5u);
   // A true ping from the same endpoint is answered; nothing ever reached the victim.
-  send(MessageType::kPing, (*ep)->address(), 99);
-  settle([&] { return arrived.size() >= 2; });
-  EXPECT_EQ(arrived.back(), MessageType::kPong);
+  send(MessageType::kPing, forger.address(), 99);
+  forger.PollUntil([&] { return forger.arrived().size() >= 2; }, wait);
+  EXPECT_EQ(forger.arrived().back(), MessageType::kPong);
+  EXPECT_EQ(forger.garbage(), 0u);
   EXPECT_EQ(checked->counters().pings, 1u);
   EXPECT_EQ(victim->counters().received, 0u);
 }
