@@ -14,6 +14,7 @@ if(NOT EFAWATCH_CUDA STREQUAL "OFF")
     file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h _nccl_ver REGEX "#define NCCL_(MAJOR|MINOR|PATCH) ")
     string(REGEX REPLACE ".*NCCL_MAJOR ([0-9]+).*NCCL_MINOR ([0-9]+).*NCCL_PATCH ([0-9]+).*"
                          "\\1.\\2.\\3" EFAWATCH_NCCL_VERSION "${_nccl_ver}")
+    string(REGEX REPLACE "\\..*" "" EFAWATCH_NCCL_MAJOR "${EFAWATCH_NCCL_VERSION}")
   elseif(EFAWATCH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "EFAWATCH_CUDA=ON but CUDA toolkit or NCCL not found")
   endif()

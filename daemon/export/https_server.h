@@ -82,8 +82,10 @@ class HttpsServer {
 
  private:
   struct Callbacks;
+  struct Api;  // libmicrohttpd and GnuTLS, opened by Create()
   HttpsServer() = default;
 
+  const Api* api_ = nullptr;
   std::map<std::string, HttpHandler> handlers_;
   bool verify_clients_ = false;
   // libmicrohttpd keeps pointers to the PEM text while it runs; they live here.

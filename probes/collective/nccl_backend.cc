@@ -4,7 +4,7 @@
 
 #include "probes/collective/nccl_backend.h"
 
-#include <cuda_runtime.h>
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
 
@@ -15,17 +15,94 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/common/shared_library.h"
 
 namespace efawatch::collective {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-absl::Status CudaError(const char* what, cudaError_t e) {
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(e)));
+// What the backend calls in the CUDA runtime and in NCCL. Both are opened at the first NCCL
+// join rather than named in the executable: mapped at start they are 1.4 MiB of the RSS of every
+// agent, most of which never run an NCCL probe (lib/common/shared_library.h).
+// clang-format off: one function a line
+#define EFAWATCH_CUDART_FUNCTIONS(X) \
+  X(cudaGetErrorString)              \
+  X(cudaGetDeviceCount)              \
+  X(cudaSetDevice)                   \
+  X(cudaStreamCreateWithFlags)       \
+  X(cudaFree)                        \
+  X(cudaStreamDestroy)               \
+  X(cudaStreamQuery)                 \
+  X(cudaEventDestroy)                \
+  X(cudaEventRecord)                 \
+  X(cudaEventElapsedTime)            \
+  X(cudaMemcpy)
+#define EFAWATCH_NCCL_FUNCTIONS(X) \
+  X(ncclGetErrorString)            \
+  X(ncclGetUniqueId)               \
+  X(ncclCommInitRankConfig)        \
+  X(ncclGroupStart)                \
+  X(ncclGroupEnd)                  \
+  X(ncclCommGetAsyncError)         \
+  X(ncclCommAbort)                 \
+  X(ncclCommDestroy)               \
+  X(ncclAllReduce)                 \
+  X(ncclAllGather)                 \
+  X(ncclReduceScatter)             \
+  X(ncclBroadcast)
+// clang-format on
+// The name as the header spells it after its own macros (a header may map a name to a _v2).
+#define EFAWATCH_NAME(f) EFAWATCH_NAME2(f)
+#define EFAWATCH_NAME2(f) #f
+// NOLINTNEXTLINE(bugprone-macro-parentheses): `f` names the member; it cannot be parenthesized
+#define EFAWATCH_DECLARE(f) decltype(&::f) f = nullptr;
+
+struct GpuLibraries {
+  EFAWATCH_CUDART_FUNCTIONS(EFAWATCH_DECLARE)
+  EFAWATCH_NCCL_FUNCTIONS(EFAWATCH_DECLARE)
+  // Overloaded in C++ by cuda_runtime.h (which nccl.h includes): the C functions' types.
+  cudaError_t (*cudaMalloc)(void**, size_t) = nullptr;
+  cudaError_t (*cudaEventCreate)(cudaEvent_t*) = nullptr;
+};
+
+absl::StatusOr<GpuLibraries> OpenGpuLibraries() {
+  GpuLibraries g;
+  // By name first (LD_LIBRARY_PATH, ldconfig: where the NVIDIA container toolkit puts them),
+  // then where the build found them.
+  const auto open = [](const char* soname,
+                       const char* build_dir) -> absl::StatusOr<common::SharedLibrary> {
+    auto lib = common::SharedLibrary::Open(soname);
+    if (lib.ok() || build_dir[0] == '\0') return lib;
+    auto again = common::SharedLibrary::Open(absl::StrCat(build_dir, "/", soname));
+    return again.ok() ? again : lib;
+  };
+  auto cudart = open(EFAWATCH_CUDART_SONAME, EFAWATCH_CUDART_DIR);
+  if (!cudart.ok()) return cudart.status();
+  auto nccl = open(EFAWATCH_NCCL_SONAME, EFAWATCH_NCCL_DIR);
+  if (!nccl.ok()) return nccl.status();
+#define EFAWATCH_BIND_CUDART(f) \
+  if (auto st = cudart->Bind(EFAWATCH_NAME(f), &g.f); !st.ok()) return st;
+#define EFAWATCH_BIND_NCCL(f) \
+  if (auto st = nccl->Bind(EFAWATCH_NAME(f), &g.f); !st.ok()) return st;
+  EFAWATCH_CUDART_FUNCTIONS(EFAWATCH_BIND_CUDART)
+  EFAWATCH_NCCL_FUNCTIONS(EFAWATCH_BIND_NCCL)
+  EFAWATCH_BIND_CUDART(cudaMalloc)
+  EFAWATCH_BIND_CUDART(cudaEventCreate)
+  return g;
 }
-absl::Status NcclError(const char* what, ncclResult_t r) {
-  return absl::InternalError(absl::StrCat(what, ": ", ncclGetErrorString(r)));
+
+absl::StatusOr<const GpuLibraries*> LoadGpuLibraries() {
+  static const absl::StatusOr<GpuLibraries> libs = OpenGpuLibraries();
+  if (!libs.ok()) return libs.status();
+  return &*libs;
+}
+
+absl::Status CudaError(const GpuLibraries& lib, const char* what, cudaError_t e) {
+  return absl::InternalError(absl::StrCat(what, ": ", lib.cudaGetErrorString(e)));
+}
+absl::Status NcclError(const GpuLibraries& lib, const char* what, ncclResult_t r) {
+  return absl::InternalError(absl::StrCat(what, ": ", lib.ncclGetErrorString(r)));
 }
 
 // NCCL reads NCCL_DEBUG and NCCL_DEBUG_FILE once per process, at its first call. The agent's
@@ -56,21 +133,27 @@ class NcclBackend final : public RankBackend {
  public:
   static absl::StatusOr<std::unique_ptr<RankBackend>> Create(const JoinRequest& j,
                                                              const NcclBackendOptions& o) {
+    auto libs = LoadGpuLibraries();
+    if (!libs.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no GPU for the NCCL backend: ", libs.status().message()));
+    }
     auto b = std::unique_ptr<NcclBackend>(new NcclBackend());
+    b->lib_ = *libs;
     b->log_ = SetUpNcclLog(o.log_dir);
     b->log_offset_ = FileSize(b->log_);
     int devices = 0;
-    if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("no GPU for the NCCL backend: cudaGetDeviceCount: ", cudaGetErrorString(e)));
+    if (cudaError_t e = b->lib_->cudaGetDeviceCount(&devices); e != cudaSuccess) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "no GPU for the NCCL backend: cudaGetDeviceCount: ", b->lib_->cudaGetErrorString(e)));
     }
     if (devices == 0) return absl::FailedPreconditionError("no GPU for the NCCL backend");
     b->gpus_ = devices;
     b->max_bytes_ = 0;
     for (uint64_t s : j.sizes) b->max_bytes_ = std::max<uint64_t>(b->max_bytes_, s);
     if (j.rank == 0) {  // the first participant's agent hands out the communicator id
-      if (ncclResult_t r = ncclGetUniqueId(&b->id_); r != ncclSuccess) {
-        return NcclError("ncclGetUniqueId", r);
+      if (ncclResult_t r = b->lib_->ncclGetUniqueId(&b->id_); r != ncclSuccess) {
+        return NcclError(*b->lib_, "ncclGetUniqueId", r);
       }
       b->have_id_ = true;
     }
@@ -80,22 +163,22 @@ class NcclBackend final : public RankBackend {
   ~NcclBackend() override {
     for (size_t g = 0; g < comms_.size(); ++g) {
       if (comms_[g] == nullptr) continue;
-      cudaSetDevice(static_cast<int>(g));
+      lib_->cudaSetDevice(static_cast<int>(g));
       // A failed or aborted run leaves communicators that must not be destroyed normally.
       if (failed_) {
-        ncclCommAbort(comms_[g]);
+        lib_->ncclCommAbort(comms_[g]);
       } else {
-        ncclCommDestroy(comms_[g]);
+        lib_->ncclCommDestroy(comms_[g]);
       }
     }
     for (size_t g = 0; g < send_.size(); ++g) {
-      cudaSetDevice(static_cast<int>(g));
-      cudaFree(send_[g]);
-      cudaFree(recv_[g]);
-      if (streams_[g] != nullptr) cudaStreamDestroy(streams_[g]);
+      lib_->cudaSetDevice(static_cast<int>(g));
+      lib_->cudaFree(send_[g]);
+      lib_->cudaFree(recv_[g]);
+      if (streams_[g] != nullptr) lib_->cudaStreamDestroy(streams_[g]);
     }
-    if (start_ != nullptr) cudaEventDestroy(start_);
-    if (stop_ != nullptr) cudaEventDestroy(stop_);
+    if (start_ != nullptr) lib_->cudaEventDestroy(start_);
+    if (stop_ != nullptr) lib_->cudaEventDestroy(stop_);
   }
 
   void Describe(JoinResponse* out) const override {
@@ -118,37 +201,39 @@ class NcclBackend final : public RankBackend {
     recv_.assign(gpus_, nullptr);
     // all_gather's output and reduce_scatter's input span every rank: the largest buffer is S.
     for (int g = 0; g < gpus_; ++g) {
-      if (auto e = cudaSetDevice(g); e != cudaSuccess) return CudaError("cudaSetDevice", e);
-      if (auto e = cudaStreamCreateWithFlags(&streams_[g], cudaStreamNonBlocking);
+      if (auto e = lib_->cudaSetDevice(g); e != cudaSuccess)
+        return CudaError(*lib_, "cudaSetDevice", e);
+      if (auto e = lib_->cudaStreamCreateWithFlags(&streams_[g], cudaStreamNonBlocking);
           e != cudaSuccess) {
-        return CudaError("cudaStreamCreate", e);
+        return CudaError(*lib_, "cudaStreamCreate", e);
       }
-      if (auto e = cudaMalloc(&send_[g], max_bytes_ + 4); e != cudaSuccess) {
-        return CudaError("cudaMalloc", e);
+      if (auto e = lib_->cudaMalloc(&send_[g], max_bytes_ + 4); e != cudaSuccess) {
+        return CudaError(*lib_, "cudaMalloc", e);
       }
-      if (auto e = cudaMalloc(&recv_[g], max_bytes_ + 4); e != cudaSuccess) {
-        return CudaError("cudaMalloc", e);
+      if (auto e = lib_->cudaMalloc(&recv_[g], max_bytes_ + 4); e != cudaSuccess) {
+        return CudaError(*lib_, "cudaMalloc", e);
       }
     }
-    cudaSetDevice(0);
-    cudaEventCreate(&start_);
-    cudaEventCreate(&stop_);
+    lib_->cudaSetDevice(0);
+    lib_->cudaEventCreate(&start_);
+    lib_->cudaEventCreate(&stop_);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    ncclGroupStart();
+    lib_->ncclGroupStart();
     for (int g = 0; g < gpus_; ++g) {
-      cudaSetDevice(g);
-      ncclResult_t r = ncclCommInitRankConfig(&comms_[g], nranks_, id_, first_rank_ + g, &config);
+      lib_->cudaSetDevice(g);
+      ncclResult_t r =
+          lib_->ncclCommInitRankConfig(&comms_[g], nranks_, id_, first_rank_ + g, &config);
       if (r != ncclSuccess && r != ncclInProgress) {
-        ncclGroupEnd();
+        lib_->ncclGroupEnd();
         failed_ = true;
-        return NcclError("ncclCommInitRankConfig", r);
+        return NcclError(*lib_, "ncclCommInitRankConfig", r);
       }
     }
-    ncclResult_t r = ncclGroupEnd();
+    ncclResult_t r = lib_->ncclGroupEnd();
     if (r != ncclSuccess && r != ncclInProgress) {
       failed_ = true;
-      return NcclError("ncclGroupEnd (init)", r);
+      return NcclError(*lib_, "ncclGroupEnd (init)", r);
     }
     return WaitComms("communicator init", stop, deadline);
   }
@@ -164,16 +249,16 @@ class NcclBackend final : public RankBackend {
       if (auto st = Launch(op, count, stop, deadline); !st.ok()) return st;
     }
     if (auto st = Sync(stop, deadline); !st.ok()) return st;
-    cudaSetDevice(0);
-    cudaEventRecord(start_, streams_[0]);
+    lib_->cudaSetDevice(0);
+    lib_->cudaEventRecord(start_, streams_[0]);
     for (uint32_t i = 0; i < iters; ++i) {
       if (auto st = Launch(op, count, stop, deadline); !st.ok()) return st;
     }
-    cudaSetDevice(0);
-    cudaEventRecord(stop_, streams_[0]);
+    lib_->cudaSetDevice(0);
+    lib_->cudaEventRecord(stop_, streams_[0]);
     if (auto st = Sync(stop, deadline); !st.ok()) return st;
     float ms = 0;
-    cudaEventElapsedTime(&ms, start_, stop_);
+    lib_->cudaEventElapsedTime(&ms, start_, stop_);
     SizeTiming t;
     t.size = (op.per_rank_chunks ? count * nranks_ : count) * 4;
     t.time_us = static_cast<double>(ms) * 1e3 / std::max(1u, iters);
@@ -198,12 +283,12 @@ class NcclBackend final : public RankBackend {
       bool pending = false;
       for (int g = 0; g < gpus_; ++g) {
         ncclResult_t state = ncclSuccess;
-        ncclCommGetAsyncError(comms_[g], &state);
+        lib_->ncclCommGetAsyncError(comms_[g], &state);
         if (state == ncclInProgress) {
           pending = true;
         } else if (state != ncclSuccess) {
           failed_ = true;
-          return NcclError(what, state);
+          return NcclError(*lib_, what, state);
         }
       }
       if (!pending) return absl::OkStatus();
@@ -219,35 +304,35 @@ class NcclBackend final : public RankBackend {
 
   absl::Status Launch(const OpInfo& op, uint64_t count, const std::stop_token& stop,
                       Clock::time_point deadline) {
-    ncclGroupStart();
+    lib_->ncclGroupStart();
     for (int g = 0; g < gpus_; ++g) {
       const float* s = static_cast<const float*>(send_[g]);
       float* r = static_cast<float*>(recv_[g]);
       ncclResult_t res = ncclSuccess;
       switch (op.op) {
         case Op::kAllReduce:
-          res = ncclAllReduce(s, r, count, ncclFloat, ncclSum, comms_[g], streams_[g]);
+          res = lib_->ncclAllReduce(s, r, count, ncclFloat, ncclSum, comms_[g], streams_[g]);
           break;
         case Op::kAllGather:
-          res = ncclAllGather(s, r, count, ncclFloat, comms_[g], streams_[g]);
+          res = lib_->ncclAllGather(s, r, count, ncclFloat, comms_[g], streams_[g]);
           break;
         case Op::kReduceScatter:
-          res = ncclReduceScatter(s, r, count, ncclFloat, ncclSum, comms_[g], streams_[g]);
+          res = lib_->ncclReduceScatter(s, r, count, ncclFloat, ncclSum, comms_[g], streams_[g]);
           break;
         default:
-          res = ncclBroadcast(s, r, count, ncclFloat, 0, comms_[g], streams_[g]);
+          res = lib_->ncclBroadcast(s, r, count, ncclFloat, 0, comms_[g], streams_[g]);
           break;
       }
       if (res != ncclSuccess && res != ncclInProgress) {
-        ncclGroupEnd();
+        lib_->ncclGroupEnd();
         failed_ = true;
-        return NcclError(std::string(op.name).c_str(), res);
+        return NcclError(*lib_, std::string(op.name).c_str(), res);
       }
     }
-    ncclResult_t res = ncclGroupEnd();
+    ncclResult_t res = lib_->ncclGroupEnd();
     if (res != ncclSuccess && res != ncclInProgress) {
       failed_ = true;
-      return NcclError("ncclGroupEnd", res);
+      return NcclError(*lib_, "ncclGroupEnd", res);
     }
     return WaitComms("enqueue", stop, deadline);
   }
@@ -258,13 +343,13 @@ class NcclBackend final : public RankBackend {
     for (;;) {
       bool busy = false;
       for (int g = 0; g < gpus_; ++g) {
-        cudaSetDevice(g);
-        const cudaError_t e = cudaStreamQuery(streams_[g]);
+        lib_->cudaSetDevice(g);
+        const cudaError_t e = lib_->cudaStreamQuery(streams_[g]);
         if (e == cudaErrorNotReady) {
           busy = true;
         } else if (e != cudaSuccess) {
           failed_ = true;
-          return CudaError("cudaStreamQuery", e);
+          return CudaError(*lib_, "cudaStreamQuery", e);
         }
       }
       if (!busy) return absl::OkStatus();
@@ -287,10 +372,10 @@ class NcclBackend final : public RankBackend {
                   : op.op == Op::kBroadcast ? (rank == 0 ? static_cast<float>((i % 5) + 1) : 0.f)
                                             : ReduceInput(rank, i);
       }
-      cudaSetDevice(g);
-      if (auto e = cudaMemcpy(send_[g], host.data(), in_elems * 4, cudaMemcpyHostToDevice);
+      lib_->cudaSetDevice(g);
+      if (auto e = lib_->cudaMemcpy(send_[g], host.data(), in_elems * 4, cudaMemcpyHostToDevice);
           e != cudaSuccess) {
-        return CudaError("cudaMemcpy", e);
+        return CudaError(*lib_, "cudaMemcpy", e);
       }
     }
     return absl::OkStatus();
@@ -302,10 +387,10 @@ class NcclBackend final : public RankBackend {
     const float n = static_cast<float>(nranks_);
     uint64_t wrong = 0;
     for (int g = 0; g < gpus_; ++g) {
-      cudaSetDevice(g);
-      if (auto e = cudaMemcpy(host.data(), recv_[g], out_elems * 4, cudaMemcpyDeviceToHost);
+      lib_->cudaSetDevice(g);
+      if (auto e = lib_->cudaMemcpy(host.data(), recv_[g], out_elems * 4, cudaMemcpyDeviceToHost);
           e != cudaSuccess) {
-        return CudaError("cudaMemcpy", e);
+        return CudaError(*lib_, "cudaMemcpy", e);
       }
       const uint64_t rank = first_rank_ + g;
       for (uint64_t i = 0; i < out_elems; ++i) {
@@ -330,6 +415,7 @@ class NcclBackend final : public RankBackend {
     return wrong;
   }
 
+  const GpuLibraries* lib_ = nullptr;
   std::filesystem::path log_;
   uint64_t log_offset_ = 0;
   int gpus_ = 0;
@@ -348,6 +434,8 @@ class NcclBackend final : public RankBackend {
 }  // namespace
 
 bool NcclBackendBuilt() { return true; }
+
+absl::Status LoadNcclLibraries() { return LoadGpuLibraries().status(); }
 
 BackendFactory NcclBackendFactory(const NcclBackendOptions& options) {
   return [options](const JoinRequest& j) { return NcclBackend::Create(j, options); };

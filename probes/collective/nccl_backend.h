@@ -17,6 +17,12 @@ struct NcclBackendOptions {
 /// agents answer an NCCL join with FAILED_PRECONDITION saying so.
 bool NcclBackendBuilt();
 
+/// Opens the CUDA runtime and NCCL (once per process) and binds every function the backend
+/// calls. The executable does not name them: they are loaded at the first NCCL join. OK where
+/// both load, GPU or not; FailedPrecondition naming the library or symbol otherwise, and in
+/// builds without CUDA.
+absl::Status LoadNcclLibraries();
+
 /// The NCCL backend: one rank per local GPU, communicators initialised non-blocking so a dead
 /// peer ends in ncclCommAbort at the deadline, CUDA-event timing, a data check, and NCCL's own
 /// log analyzed into the result.

@@ -6,6 +6,10 @@ namespace efawatch::collective {
 
 bool NcclBackendBuilt() { return false; }
 
+absl::Status LoadNcclLibraries() {
+  return absl::FailedPreconditionError("built without CUDA and NCCL");
+}
+
 BackendFactory NcclBackendFactory(const NcclBackendOptions& /*options*/) { return {}; }
 
 }  // namespace efawatch::collective

@@ -4,7 +4,9 @@
 #   - every package of its build stage is one scripts/setup.sh installs, and every library
 #     setup.sh installs for building (its "# libraries" group, test frameworks aside) is in it;
 #   - it builds the targets scripts/run-agent.sh builds;
-#   - the README's `docker build` line is the one the Dockerfile documents.
+#   - the README's `docker build` line is the one the Dockerfile documents;
+#   - every library the code opens by name at run time (SharedLibrary::Open, invisible to the
+#     image's ldd) is in the list the Dockerfile resolves with ldconfig.
 set -euo pipefail
 src="${EFAWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 here="$src/tests/deploy/checks"
@@ -49,4 +51,14 @@ if ! grep -qF -- "$cmd" "$src/README.md"; then
   echo "README.md lacks the Dockerfile's build command: $cmd" >&2
   fail=1
 fi
+sonames=$(grep -rhoE 'SharedLibrary::Open\("[^"]+"\)' "$src/lib" "$src/daemon" "$src/probes" |
+  sed -E 's/.*\("([^"]+)"\)/\1/' | sort -u)
+[ -n "$sonames" ] || { echo "no SharedLibrary::Open(\"...\") found in the sources" >&2; exit 1; }
+dlopened=$(grep -m1 -oE 'for so in [^;]+;' "$df" | sed -E 's/for so in (.*);/\1/')
+for so in $sonames; do
+  if ! grep -qw -- "$so" <<<"$dlopened"; then
+    echo "the agent opens $so at run time, but the Dockerfile does not install its package" >&2
+    fail=1
+  fi
+done
 exit "$fail"
