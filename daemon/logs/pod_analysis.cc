@@ -293,14 +293,17 @@ void PodAnalysis::OnLines(const LogSource& source, uint64_t first_line_no, uint6
   c.lines += count;
   MarkWritten(c);
   // The same lines as OnLine() would feed, found by one vector scan of the block (the same scan
-  // `efawatch analyze` runs): every other line is only counted.
+  // `efawatch analyze` runs): every other line is only counted. Inside a run of NCCL lines
+  // every line is fed without the scan (dense_runs): the analyzer only counts the others.
   nccl::Analyzer& a = *c.analyzer;
-  nccl::ForEachCandidateLine(block, a.options().max_line_bytes, a.AwaitsContinuation(c.source_name),
-                             [&](uint64_t index, std::string_view line) {
-                               Feed(a, c.source_name, first_line_no + index, line);
-                               c.needs_eval = true;
-                               return a.AwaitsContinuation(c.source_name);
-                             });
+  nccl::ForEachCandidateLine(
+      block, a.options().max_line_bytes, a.AwaitsContinuation(c.source_name),
+      [&](uint64_t index, std::string_view line) {
+        Feed(a, c.source_name, first_line_no + index, line);
+        c.needs_eval = true;
+        return a.AwaitsContinuation(c.source_name);
+      },
+      /*dense_runs=*/true);
 }
 
 void PodAnalysis::OnSourceGone(const LogSource& source) {

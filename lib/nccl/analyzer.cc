@@ -1126,7 +1126,8 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
         FeedLine(st, source_idx, first_line_no + index, line, next_esc < start + line.size());
         ++fed;
         return joiner->pending();
-      });
+      },
+      /*dense_runs=*/true);
   st->counters.lines += n - fed;
   return n;
 }

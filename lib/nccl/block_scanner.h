@@ -40,18 +40,30 @@ Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes);
 // one pass over the block compares 32 bytes at a time against the needles' rarest bytes (AVX2;
 // elsewhere a line-by-line search) and checks the few places that match. A template, not a
 // function taking a callback: on an all-NCCL log it runs once per line.
+//
+// With `dense_runs`, the caller's visit does nothing with a line IsCandidateLine() rejects
+// besides counting it (the analyzer), and the scan is skipped where it would not skip anything:
+// after kDenseAfter lines in a row that the scan found to be candidates, the next kDenseLines
+// lines are visited without it, candidates or not, then the scan resumes. On an all-NCCL log that
+// saves the scan on 4 lines of 5; on a pod log where one line in fifty is NCCL's it never starts.
+inline constexpr uint32_t kDenseAfter = 16;
+inline constexpr uint32_t kDenseLines = 64;
 template <typename Visit>
 uint64_t ForEachCandidateLine(std::string_view block, size_t long_line_bytes, bool visit_first,
-                              Visit&& visit) {
+                              Visit&& visit, bool dense_runs = false) {
   const char* s = block.data();
   const size_t n = block.size();
   uint64_t index = 0;  // the number of the line starting at `start`
   size_t start = 0;
   bool next_too = visit_first;
+  uint32_t run = 0;         // lines in a row the scan found to be candidates
+  uint32_t dense_left = 0;  // lines still to visit without the scan
   while (start < n) {
     size_t line_start = start;
     size_t pos = start;
-    if (!next_too) {
+    if (dense_left != 0) {
+      --dense_left;
+    } else if (!next_too) {
       const internal::Hit hit = internal::NextCandidate(s, n, start, long_line_bytes);
       if (hit.pos >= n) {
         // Only counted: the newlines, plus a last line without one.
@@ -61,9 +73,13 @@ uint64_t ForEachCandidateLine(std::string_view block, size_t long_line_bytes, bo
       pos = hit.pos;
       // No newline before the hit: it is on the line at `start` (always, on an all-NCCL log).
       if (hit.newlines != 0) {
+        run = 0;
         line_start = static_cast<size_t>(
                          static_cast<const char*>(memrchr(s + start, '\n', pos - start)) - s) +
                      1;
+      } else if (dense_runs && ++run == kDenseAfter) {
+        run = 0;
+        dense_left = kDenseLines;
       }
     }
     const void* nl = memchr(s + pos, '\n', n - pos);

@@ -151,6 +151,34 @@ TEST(BlockScannerTest, TheLineAfterAnUnfinishedRecordIsVisited) {
   EXPECT_EQ(got, (std::vector<uint64_t>{0, 1, 2, 4, 5, 6}));
 }
 
+// With dense_runs, kDenseAfter candidate lines in a row make the next kDenseLines lines visited
+// without the scan, candidates or not; then the scan resumes and skips chatter again. Without
+// it, only candidates are visited.
+TEST(BlockScannerTest, DenseRunsVisitTheLinesAfterARunOfCandidates) {
+  std::string block;
+  const uint64_t run = kDenseAfter, dense = kDenseLines;
+  for (uint64_t i = 0; i < run; ++i) block += "h:1:2 [0] NCCL INFO line\n";
+  for (uint64_t i = 0; i < dense + 10; ++i) block += "step loss 0.1\n";
+  std::vector<uint64_t> exact, dense_visits;
+  const uint64_t n = ForEachCandidateLine(block, kLong, false, [&](uint64_t i, std::string_view) {
+    exact.push_back(i);
+    return false;
+  });
+  const uint64_t n_dense = ForEachCandidateLine(
+      block, kLong, false,
+      [&](uint64_t i, std::string_view line) {
+        EXPECT_EQ(line, i < run ? "h:1:2 [0] NCCL INFO line" : "step loss 0.1") << i;
+        dense_visits.push_back(i);
+        return false;
+      },
+      /*dense_runs=*/true);
+  EXPECT_EQ(n, run + dense + 10);
+  EXPECT_EQ(n_dense, n);
+  ASSERT_EQ(exact.size(), run);
+  ASSERT_EQ(dense_visits.size(), run + dense);  // the last 10 lines: scanned again, skipped
+  for (uint64_t i = 0; i < dense_visits.size(); ++i) EXPECT_EQ(dense_visits[i], i);
+}
+
 // The analyzer's block path must report what its per-line path reports, counters included,
 // on a log where most lines are chatter and a record is split at "NC|CL" by the runtime.
 TEST(BlockScannerTest, FeedLinesMatchesFeedingEveryLine) {
