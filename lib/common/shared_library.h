@@ -9,7 +9,7 @@
 /// A shared library the agent opens with dlopen where it is first used, instead of naming it in
 /// the executable: a library named there is mapped, relocated and partly paged in at start even
 /// where the feature is off (libcurl and its 17 dependencies for the Kubernetes API, libmicrohttpd
-/// and GnuTLS for HTTPS /metrics, NCCL and the CUDA runtime for the NCCL probe: about 5 MiB of
+/// and GnuTLS for HTTPS /metrics, NCCL and the CUDA runtime for the NCCL probe: about 6 MiB of
 /// an idle agent's RSS). The headers still come from the development packages, so every function
 /// pointer keeps the library's declared type (`decltype(&fn)`).
 namespace efawatch::common {
