@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "lib/common/utf8.h"
 #include "lib/nccl/block_scanner.h"
+#include "lib/nccl/comm_line.h"
 #include "lib/nccl/record_scanner.h"
 #include "lib/nccl/state.h"
 #include "lib/nccl/text_util.h"
@@ -232,92 +233,11 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr, const Ct
   return p->comms.back().get();
 }
 
-// The keys of communicator lines whose value (the next token) HandleComm keeps. Classified once
-// per token, by length first, so the token loop does not compare every token with every key.
-enum class CommKey {
-  kOther,
-  kComm,
-  kRank,
-  kNranks,
-  kNnodes,
-  kCudaDev,
-  kBusId,
-  kCommId,
-  kLocalRanks,
-  kAbort,
-  kInit
-};
-
-CommKey ClassifyCommKey(std::string_view t) {
-  using internal::Eq;
-  // Values (ranks, counts, pointers, ids) start with a digit; no key does.
-  if (t.empty() || IsDigitChar(t[0])) return CommKey::kOther;
-  switch (t.size()) {
-    case 1:
-      return t[0] == '-' ? CommKey::kInit : CommKey::kOther;
-    case 4:
-      if (Eq(t, "comm")) return CommKey::kComm;
-      if (Eq(t, "rank")) return CommKey::kRank;
-      if (Eq(t, "Init")) return CommKey::kInit;
-      return CommKey::kOther;
-    case 5:
-      if (Eq(t, "busId")) return CommKey::kBusId;
-      if (Eq(t, "Abort")) return CommKey::kAbort;
-      return CommKey::kOther;
-    case 6:
-      if (Eq(t, "nranks") || Eq(t, "nRanks")) return CommKey::kNranks;
-      if (Eq(t, "nNodes")) return CommKey::kNnodes;
-      if (Eq(t, "commId")) return CommKey::kCommId;
-      return CommKey::kOther;
-    case 7:
-      return Eq(t, "cudaDev") ? CommKey::kCudaDev : CommKey::kOther;
-    case 10:
-      return Eq(t, "localRanks") ? CommKey::kLocalRanks : CommKey::kOther;
-    default:
-      return CommKey::kOther;
-  }
-}
-
-// Every communicator line format from 2.2 to 2.30 is "key value" pairs plus a status:
-// "comm 0x.. rank 3 nRanks 8 nNodes 2 ...", "ncclCommInitRank comm 0x.. rank 0 nranks 16 cudaDev 0
-// nvmlDev 0 busId 1c000 commId 0x65.. - Init START", "rank 0 nranks 4" (2.3).
+// A communicator line (lib/nccl/comm_line.h says which).
 void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
-  std::string_view ptr, comm_id, bus_id;
-  int rank = -1, nranks = -1, nnodes = -1, cuda_dev = -1, local_ranks = -1;
-  bool start = false, complete = false, abort = false, seen_comm = false;
-  size_t pos = 0;
-  CommKey prev = CommKey::kOther;
-  for (int guard = 0; guard < 64; ++guard) {
-    std::string_view tok = internal::NextToken(m, &pos);
-    if (tok.empty()) break;
-    if (prev == CommKey::kComm && !seen_comm) {
-      ptr = tok;
-      seen_comm = true;
-    } else if (prev == CommKey::kRank && rank < 0) {
-      rank = ParseInt(tok);
-    } else if (prev == CommKey::kNranks) {
-      nranks = ParseInt(tok);
-    } else if (prev == CommKey::kNnodes) {
-      nnodes = ParseInt(tok);
-    } else if (prev == CommKey::kCudaDev) {
-      cuda_dev = ParseInt(tok);
-    } else if (prev == CommKey::kBusId) {
-      bus_id = tok;
-    } else if (prev == CommKey::kCommId) {
-      comm_id = tok;
-    } else if (prev == CommKey::kLocalRanks) {
-      local_ranks = ParseInt(tok);
-    } else if (StartsWith(tok, "START")) {
-      start = true;
-    } else if (StartsWith(tok, "COMPLETE")) {
-      if (prev == CommKey::kAbort) {
-        abort = true;
-      } else if (prev == CommKey::kInit) {
-        complete = true;
-      }
-    }
-    prev = ClassifyCommKey(tok);
-  }
+  const CommLine line = ParseCommLine(m);
+  const int rank = line.rank, nranks = line.nranks;
+  std::string_view ptr = line.ptr;
   if (rank < 0 && nranks < 0) return;
   std::string key_buf;
   if (ptr.empty()) {
@@ -327,23 +247,23 @@ void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
   CommState* comm = FindOrAddComm(st, p, ptr, c);
   if (rank >= 0) comm->rank = rank;
   if (nranks >= 0) comm->nranks = nranks;
-  if (nnodes >= 0) comm->nnodes = nnodes;
-  if (local_ranks >= 0) comm->local_ranks = local_ranks;
-  if (nnodes >= 0 || local_ranks >= 0) SetRef(&comm->ev_nodes, c);
-  if (cuda_dev >= 0) comm->cuda_dev = cuda_dev;
-  if (!bus_id.empty()) Set(&comm->bus_id, bus_id.substr(0, 24));
-  if (!comm_id.empty()) Set(&comm->comm_id, comm_id.substr(0, 24));
-  if (abort) {
+  if (line.nnodes >= 0) comm->nnodes = line.nnodes;
+  if (line.local_ranks >= 0) comm->local_ranks = line.local_ranks;
+  if (line.nnodes >= 0 || line.local_ranks >= 0) SetRef(&comm->ev_nodes, c);
+  if (line.cuda_dev >= 0) comm->cuda_dev = line.cuda_dev;
+  if (!line.bus_id.empty()) Set(&comm->bus_id, line.bus_id.substr(0, 24));
+  if (!line.comm_id.empty()) Set(&comm->comm_id, line.comm_id.substr(0, 24));
+  if (line.abort) {
     comm->aborted = true;
     Count(&p->aborts, c);
     if (p->current == comm) p->current = nullptr;
     return;
   }
-  if (start || nnodes >= 0) {
+  if (line.start || line.nnodes >= 0) {
     comm->started = true;
     p->current = comm;
   }
-  if (complete) {
+  if (line.complete) {
     comm->complete = true;
     if (p->current == comm) p->current = nullptr;
   }

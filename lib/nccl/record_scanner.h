@@ -38,4 +38,11 @@ bool FindVersionBanner(std::string_view line, std::string_view* version, std::st
 // Splits "2.19.3+cuda12.3" into its two halves; `cuda` is empty without "+cuda".
 void SplitVersion(std::string_view text, std::string_view* version, std::string_view* cuda);
 
+namespace internal {
+// The fast path of FindRecords() for a line starting "host:pid:tid [dev] NCCL INFO ": the
+// message start, or npos (the general search then runs); `r`'s prefix fields are set only on
+// success. `vector` false: the scalar parser alone (the SSE2 pass must agree with it: tests).
+size_t ParseInfoPrefix(std::string_view line, Record* r, bool vector);
+}  // namespace internal
+
 }  // namespace efawatch::nccl

@@ -89,7 +89,13 @@ std::string_view StripRayRepeat(std::string_view line, uint64_t* repeated) {
   constexpr std::string_view kHead = " [repeated ";
   constexpr std::string_view kTail = "x across cluster]";
   if (line.ends_with(')')) {
-    if (const size_t h = line.rfind(kHint); h != std::string_view::npos) line = line.substr(0, h);
+    // Ray prints the hint right after the suffix's ']', with the first folded line only. Found
+    // from that ']' back, not by searching the whole line for the hint: one line in fifteen of
+    // an NCCL log ends in ')' ("... (v4)", "... (found 4 nics)").
+    if (const void* close = memrchr(line.data(), ']', line.size()); close != nullptr) {
+      const auto at = static_cast<size_t>(static_cast<const char*>(close) - line.data()) + 1;
+      if (line.substr(at).starts_with(kHint)) line = line.substr(0, at);
+    }
   }
   while (!line.empty() && line.back() == ' ') line.remove_suffix(1);
   if (!line.ends_with(kTail)) return line;

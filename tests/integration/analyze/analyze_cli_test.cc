@@ -135,7 +135,7 @@ TEST(AnalyzeCliTest, ReadsGzipAndSeveralFiles) {
 // A file analyzed in parts on several threads gives the report of one pass: the same
 // processes, communicators, findings and evidence line numbers. The file repeats every plain
 // fixture (so the same processes span the cuts), holds a line longer than a read chunk and
-// ends without a newline.
+// ends without a newline. The same file streamed through a pipe gives it too.
 TEST(AnalyzeCliTest, ThreadedPartsGiveTheReportOfOnePass) {
   std::string body;
   for (int rep = 0; rep < 40; ++rep) {
@@ -170,6 +170,12 @@ TEST(AnalyzeCliTest, ThreadedPartsGiveTheReportOfOnePass) {
     nlohmann::json got = nlohmann::json::parse(many.out);
     EXPECT_EQ(got, want) << "threads " << threads;
   }
+  // Read from a pipe (streamed through read()) and from the file (mapped): the same report.
+  CmdResult piped =
+      Shell("cat " + path.string() + " | " + Bin() + " analyze --format json --threads 1 -");
+  CmdResult mapped = Shell(Bin() + " analyze --format json --threads 1 - < " + path.string());
+  ASSERT_NE(piped.code, 2) << piped.err;
+  EXPECT_EQ(nlohmann::json::parse(piped.out), nlohmann::json::parse(mapped.out));
   EXPECT_EQ(Shell(Bin() + " analyze --threads 65 " + path.string()).code, 2);
   std::filesystem::remove(path);
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -204,6 +205,74 @@ TEST(RecordScannerTest, FindsTheNextRecordAtEveryOffset) {
     EXPECT_EQ(r[1].host, "node-b");
     EXPECT_EQ(r[1].message, "Using network IB");
   }
+}
+
+}  // namespace
+}  // namespace efawatch::nccl
+
+namespace efawatch::nccl {
+namespace {
+
+// The fast prefix parser's SSE2 pass (lines of 48 bytes or more) answers as the scalar parser
+// does: the same message start and fields, or the same refusal. Prefixes are built from host
+// names of every length around the 48-byte span, numbers of 0-12 digits and the bytes that end
+// or break a field.
+TEST(RecordScannerTest, VectorPrefixParserAgreesWithScalar) {
+  std::mt19937 rng(48);
+  const std::string host_bytes = "abz-.09:| \t";
+  const std::vector<std::string> after_dev = {"] NCCL INFO ",  "] NCCL INFO",  "] NCCL WARN ",
+                                              "]  NCCL INFO ", "] NCCL INFOx", ") NCCL INFO "};
+  auto digits = [&](size_t n) {
+    std::string d;
+    for (size_t i = 0; i < n; ++i) d += static_cast<char>('0' + rng() % 10);
+    return d;
+  };
+  size_t accepted = 0;
+  for (int round = 0; round < 50000; ++round) {
+    std::string line;
+    const size_t host_len = rng() % 50;
+    for (size_t i = 0; i < host_len; ++i) {
+      // Mostly name bytes, now and then a byte that ends a host name.
+      line += host_bytes[rng() % 8 == 0 ? rng() % host_bytes.size() : rng() % 7];
+    }
+    line += rng() % 16 == 0 ? ";" : ":";
+    line += digits(rng() % 4 == 0 ? rng() % 13 : 1 + rng() % 8);
+    line += rng() % 16 == 0 ? " " : ":";
+    line += digits(rng() % 4 == 0 ? rng() % 13 : 1 + rng() % 8);
+    line += rng() % 16 == 0 ? "[" : " [";
+    line += digits(rng() % 4 == 0 ? rng() % 10 : 1 + rng() % 2);
+    line += after_dev[rng() % 8 < 5 ? 0 : rng() % after_dev.size()];
+    line += std::string(rng() % 40, 'm');
+    Record vec, scalar;
+    const size_t a = internal::ParseInfoPrefix(line, &vec, true);
+    const size_t b = internal::ParseInfoPrefix(line, &scalar, false);
+    ASSERT_EQ(a, b) << line;
+    if (a == std::string_view::npos) continue;
+    ++accepted;
+    ASSERT_EQ(vec.host, scalar.host) << line;
+    ASSERT_EQ(vec.proc_key, scalar.proc_key) << line;
+    ASSERT_EQ(vec.pid, scalar.pid) << line;
+    ASSERT_EQ(vec.tid, scalar.tid) << line;
+    ASSERT_EQ(vec.dev, scalar.dev) << line;
+  }
+  EXPECT_GT(accepted, 5000u);
+}
+
+TEST(RecordScannerTest, VectorPrefixParserReadsLongNumbers) {
+  Record r;
+  const std::string line = "h:12345678:99999999 [7] NCCL INFO " + std::string(40, 'x');
+  ASSERT_NE(internal::ParseInfoPrefix(line, &r, true), std::string_view::npos);
+  EXPECT_EQ(r.pid, 12345678u);
+  EXPECT_EQ(r.tid, 99999999u);
+  EXPECT_EQ(r.dev, 7);
+  // Nine and ten digits go to the scalar parser; eleven are refused.
+  const std::string ten = "h:123456789:4294967295 [0] NCCL INFO " + std::string(40, 'x');
+  ASSERT_NE(internal::ParseInfoPrefix(ten, &r, true), std::string_view::npos);
+  EXPECT_EQ(r.pid, 123456789u);
+  EXPECT_EQ(r.tid, 4294967295u);
+  EXPECT_EQ(
+      internal::ParseInfoPrefix("h:12345678901:1 [0] NCCL INFO " + std::string(40, 'x'), &r, true),
+      std::string_view::npos);
 }
 
 }  // namespace
