@@ -75,88 +75,66 @@ struct CommState {
   LineRef ev_nodes;                  // the first line with nNodes or localRanks
 };
 
-// Laid out by what one record touches: a job prints each line for every rank in turn, so the
-// records of one process are far apart and each one finds its process out of the core's first
-// cache (bench/analyze.sh's log: 256 processes of ~2 KiB per job). Every record reads the first
-// group; each handler then reads one group, where a piece of evidence sits next to the fields it
-// proves, so the common record costs two or three cache lines, not five.
 struct ProcState {
-  // Every record.
   std::string host;
   uint32_t pid = 0;
   uint32_t source = 0;
   uint64_t devices = 0;  // bit per [dev] value < 64 printed by this process
-  Ev ev_first;           // the first record of this process
-
-  // Communicator lines.
-  std::vector<std::unique_ptr<CommState>> comms;
-  // comms[i]->ptr_hash, side by side so a lookup does not visit every CommState. Rebuilt by
-  // the lookup when its size differs from comms (merge.cc clears it after changing comms).
-  std::vector<uint64_t> comm_hashes;
-  CommState* current = nullptr;
-
-  // Network selection.
-  std::string network;  // "Using network X" / "Using internal Network X" / assigned
-  Ev ev_network;
-
-  // Bootstrap.
-  std::string boot_if;
-  std::string boot_addr;
-  bool boot_loopback = false;
-  Ev ev_bootstrap;
-
-  // Channel lines.
-  std::string channel_net;  // NET/<name> seen in channel lines (the first one)
-  Ev ev_socket_channel;
-  Ev ev_net_channel;
-  // GDR.
-  Tally gdr_on;
-  Tally gdr_off;
-
-  // NCCL's own nets.
-  bool ib_using = false;  // "NET/IB : Using [0]mlx5_0:1/IB ..."
-  bool ib_no_device = false;
-  bool socket_using = false;  // "NET/Socket : Using [0]eth0:..."
-  bool socket_lists_loopback = false;
-  bool socket_list_seen = false;  // the NET/Socket interface list was parsed once
-  Ev ev_socket_using;
-
-  // The libfabric provider (aws-ofi-nccl).
-  std::string provider;
-  std::string fabric;
-  int nics = -1;
-  std::string instance_type;
-  Ev ev_provider;
+  std::string version;
+  std::string cuda;
 
   // Net plugin evidence.
   bool plugin_not_found = false;
   bool plugin_abi_mismatch = false;
   bool plugin_loaded = false;
   bool plugin_init_failed = false;
-  bool ofi_seen = false;    // any NET/OFI line
-  bool ibext_seen = false;  // HPC-X / rdma-sharp plugin lines
   std::string plugin_name;  // "aws-ofi-nccl 1.4.0aws", "IBext", "NCCL RDMA Plugin v6"
   // The plugin's own "Using aws-ofi-nccl X" line: the name when NCCL did not print one (the
   // first such line wins, while plugin_name keeps the latest).
   std::string ofi_plugin_name;
   std::string failed_plugin;  // plugin named by "Failed to initialize NET plugin X"
-  Ev ev_plugin;
+  bool ofi_seen = false;      // any NET/OFI line
+  bool ibext_seen = false;    // HPC-X / rdma-sharp plugin lines
+  std::string weak_family;    // from WARN locations / error chains ("IB", "OFI", "other")
+  std::string weak_network;   // e.g. "GPUDirectTCPX"
 
-  std::string version;
-  std::string cuda;
-  std::string weak_family;   // from WARN locations / error chains ("IB", "OFI", "other")
-  std::string weak_network;  // e.g. "GPUDirectTCPX"
+  // Network selection.
+  std::string network;      // "Using network X" / "Using internal Network X" / assigned
+  std::string channel_net;  // NET/<name> seen in channel lines (the first one)
+  bool ib_using = false;    // "NET/IB : Using [0]mlx5_0:1/IB ..."
+  bool ib_no_device = false;
+  bool socket_using = false;  // "NET/Socket : Using [0]eth0:..."
+  bool socket_lists_loopback = false;
+  std::string provider;
+  std::string fabric;
+  int nics = -1;
+  std::string instance_type;
+
+  // Bootstrap.
+  std::string boot_if;
+  std::string boot_addr;
+  bool boot_loopback = false;
 
   // Node identity: this process's own non-loopback addresses (bootstrap, NET/Socket and OOB
   // interface lists), the peers its errors name (addresses and host names apart), and where a
   // launcher says it runs (Ray "ip=", pdsh "host: "). Small sets, deduplicated, capped.
   std::vector<std::string> addrs;
+  bool socket_list_seen = false;  // the NET/Socket interface list was parsed once
   std::vector<std::string> peer_addrs;
   std::vector<std::string> peer_names;
   std::vector<std::string> launcher_hosts;
 
+  // GDR.
+  Tally gdr_on;
+  Tally gdr_off;
+
   std::vector<std::pair<std::string, std::string>> settings;
 
+  std::vector<std::unique_ptr<CommState>> comms;
+  // comms[i]->ptr_hash, side by side so a lookup does not visit every CommState. Rebuilt by
+  // the lookup when its size differs from comms (merge.cc clears it after changing comms).
+  std::vector<uint64_t> comm_hashes;
+  CommState* current = nullptr;
   CommState pending;  // channel lines seen before the comm that owns them is printed
   // What `pending` held when this analyzer created the process's first communicator
   // (`lead_comm`, which took it). An analyzer fed a later part of a file cannot tell whose those
@@ -177,8 +155,16 @@ struct ProcState {
   Tally plugin_failures;
   bool remote_timeout = false;  // a TCP connect timed out: the peer is on another host
 
+  Ev ev_socket_channel;
+  Ev ev_net_channel;
+  Ev ev_network;
+  Ev ev_socket_using;
+  Ev ev_provider;
+  Ev ev_bootstrap;
   Ev ev_ifname;
+  Ev ev_plugin;
   Ev ev_ib_disable;
+  Ev ev_first;     // the first record of this process
   Ev ev_peer;      // the first error naming a peer
   Ev ev_launcher;  // the first record with a launcher prefix
   Ev ev_timeout;   // the connect that timed out (remote_timeout)
