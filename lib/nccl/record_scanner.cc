@@ -238,14 +238,22 @@ size_t ParseDigits(std::string_view line, size_t i, size_t max, uint64_t* value)
 }
 
 #if defined(__SSE2__)
-// The value of `len` (1-8) decimal digits ending right before `end`, which has eight readable
-// bytes before it: all digits at once ("Quickly parsing eight digits",
+// The value of the `len` (1-8) decimal digits that end right before s[end]: all digits at once
+// ("Quickly parsing eight digits",
 // https://lemire.me/blog/2022/01/21/swar-explained-parsing-eight-digits/), the bytes before the
-// number replaced by '0'.
-uint64_t EightDigits(const char* end, size_t len) {
+// number replaced by '0'. Read straight from the line (a copy on the stack made the load wait
+// for the stores before it); a number ending in the first eight bytes is gathered byte by byte.
+uint64_t EightDigits(const char* s, size_t end, size_t len) {
   constexpr uint64_t kZeros = 0x3030303030303030ull;
-  uint64_t w;
-  memcpy(&w, end - 8, 8);
+  uint64_t w = kZeros;
+  if (end >= 8) {
+    memcpy(&w, s + end - 8, 8);
+  } else {
+    for (size_t i = 0; i < end; ++i) {
+      w = (w & ~(uint64_t{0xff} << (8 * (8 - end + i)))) |
+          uint64_t{static_cast<unsigned char>(s[i])} << (8 * (8 - end + i));
+    }
+  }
   const uint64_t keep = ~uint64_t{0} << (8 * (8 - len));
   w = ((w & keep) | (kZeros & ~keep)) - kZeros;
   w = w * 10 + (w >> 8);
@@ -300,15 +308,11 @@ size_t ForwardInfoPrefixSse2(std::string_view line, Record* r) {
   const size_t i = dev_end + 2;
   if (n - i < 9 || memcmp(s + i, "NCCL INFO", 9) != 0) return std::string_view::npos;
   if (n - i > 9 && s[i + 9] != ' ') return std::string_view::npos;
-  // The span behind eight bytes of padding: a number's eight bytes may start before the line.
-  char padded[8 + kSpan];
-  memset(padded, '0', 8);
-  memcpy(padded + 8, s, kSpan);
   r->host = line.substr(0, host_end);
   r->proc_key = line.substr(0, pid_end);
-  r->pid = static_cast<uint32_t>(EightDigits(padded + 8 + pid_end, pid_len));
-  r->tid = static_cast<uint32_t>(EightDigits(padded + 8 + tid_end, tid_len));
-  r->dev = static_cast<int>(EightDigits(padded + 8 + dev_end, dev_len));
+  r->pid = static_cast<uint32_t>(EightDigits(s, pid_end, pid_len));
+  r->tid = static_cast<uint32_t>(EightDigits(s, tid_end, tid_len));
+  r->dev = static_cast<int>(EightDigits(s, dev_end, dev_len));
   r->level = Level::kInfo;
   return i + 9 + (n - i > 9 ? 1 : 0);
 }
