@@ -249,10 +249,9 @@ uint64_t EightDigits(const char* s, size_t end, size_t len) {
   if (end >= 8) {
     memcpy(&w, s + end - 8, 8);
   } else {
-    for (size_t i = 0; i < end; ++i) {
-      w = (w & ~(uint64_t{0xff} << (8 * (8 - end + i)))) |
-          uint64_t{static_cast<unsigned char>(s[i])} << (8 * (8 - end + i));
-    }
+    // Shifted in from the top, so s[end - 1] lands in the last byte, as a load would put it.
+    for (size_t i = 0; i < end; ++i)
+      w = (w >> 8) | uint64_t{static_cast<unsigned char>(s[i])} << 56;
   }
   const uint64_t keep = ~uint64_t{0} << (8 * (8 - len));
   w = ((w & keep) | (kZeros & ~keep)) - kZeros;
