@@ -845,17 +845,9 @@ std::string LauncherLocation(std::string_view ray_prefix, std::string_view befor
   return "host=" + std::string(host.substr(0, host.find('.')));
 }
 
-void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view text,
-                 bool may_hold_ansi) {
-  RayWrapping ray;
-  std::string_view line = CleanLine(text, &st->scratch, may_hold_ansi, &ray);
-  if (line.empty()) return;
-  st->counters.ray_repeated_lines += ray.repeated;
-  if (IsRayMarkerLine(line)) {
-    ++st->counters.ray_marker_lines;
-    return;
-  }
-  const std::string_view ray_prefix = ray.prefix;
+// A cleaned, non-empty line that is no Ray marker: its records, or what else it says.
+void ProcessClean(State* st, uint32_t source, uint64_t line_no, std::string_view line,
+                  std::string_view ray_prefix) {
   Ctx c{st, source, line_no, line};
   size_t n = FindRecords(line, &st->records);
   if (n == 0) {
@@ -892,6 +884,19 @@ void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view 
       HandleInfo(st, p, r.message, c);
     }
   }
+}
+
+void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view text,
+                 bool may_hold_ansi) {
+  RayWrapping ray;
+  std::string_view line = CleanLine(text, &st->scratch, may_hold_ansi, &ray);
+  if (line.empty()) return;
+  st->counters.ray_repeated_lines += ray.repeated;
+  if (IsRayMarkerLine(line)) {
+    ++st->counters.ray_marker_lines;
+    return;
+  }
+  ProcessClean(st, source, line_no, line, ray.prefix);
 }
 
 uint32_t SourceIndex(State* st, std::string_view name) {
@@ -957,6 +962,19 @@ namespace {
 void FeedLine(State* st, uint32_t source_idx, uint64_t line_no, std::string_view raw_line,
               bool raw_has_esc) {
   ++st->counters.lines;
+  // Most lines of an NCCL log need no envelope or cleaning: a line without ESC that starts with
+  // a letter (plain text: no CRI time stamp or docker '{'; no indentation, wrapper or Ray marker)
+  // and ends in a printable ASCII byte other than ']' and ')' (no padding, CR, box frame or Ray
+  // suffix) is what CleanLine() would return it as. Checked once here instead of step by step.
+  if (!raw_has_esc && !raw_line.empty() && raw_line.size() <= st->options.max_line_bytes &&
+      st->options.envelope == Envelope::kAuto) {
+    const unsigned char first = static_cast<unsigned char>(raw_line.front()) | 0x20;
+    const unsigned char last = static_cast<unsigned char>(raw_line.back());
+    if (first >= 'a' && first <= 'z' && last > ' ' && last < 0x7f && last != ']' && last != ')') {
+      ProcessClean(st, source_idx, line_no, raw_line, {});
+      return;
+    }
+  }
   if (raw_line.size() > st->options.max_line_bytes) {
     raw_line = raw_line.substr(0, st->options.max_line_bytes);
     ++st->counters.truncated_lines;

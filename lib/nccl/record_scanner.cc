@@ -66,7 +66,7 @@ size_t DevBracket(std::string_view line, size_t close, size_t floor, int* dev) {
 // Parses "host:pid:tid" ending right before `end` (the space before "[dev]").
 // Returns the index where the host starts, or npos.
 size_t HostPrefix(std::string_view line, size_t end, size_t floor, Record* r) {
-  uint32_t tid = 0;
+  uint32_t tid = 0;  // checked, not kept
   uint32_t pid = 0;
   size_t t = DigitsBefore(line, end, floor, &tid);
   if (t == std::string_view::npos || t <= floor || line[t - 1] != ':')
@@ -88,7 +88,6 @@ size_t HostPrefix(std::string_view line, size_t end, size_t floor, Record* r) {
   r->host = line.substr(h, host_end - h);
   r->proc_key = line.substr(h, pid_end - h);
   r->pid = pid;
-  r->tid = tid;
   return h;
 }
 
@@ -243,7 +242,7 @@ size_t ParseDigits(std::string_view line, size_t i, size_t max, uint64_t* value)
 // https://lemire.me/blog/2022/01/21/swar-explained-parsing-eight-digits/), the bytes before the
 // number replaced by '0'. Read straight from the line (a copy on the stack made the load wait
 // for the stores before it); a number ending in the first eight bytes is gathered byte by byte.
-uint64_t EightDigits(const char* s, size_t end, size_t len) {
+EFAWATCH_ALWAYS_INLINE uint64_t EightDigits(const char* s, size_t end, size_t len) {
   constexpr uint64_t kZeros = 0x3030303030303030ull;
   uint64_t w = kZeros;
   if (end >= 8) {
@@ -310,8 +309,9 @@ size_t ForwardInfoPrefixSse2(std::string_view line, Record* r) {
   r->host = line.substr(0, host_end);
   r->proc_key = line.substr(0, pid_end);
   r->pid = static_cast<uint32_t>(EightDigits(s, pid_end, pid_len));
-  r->tid = static_cast<uint32_t>(EightDigits(s, tid_end, tid_len));
-  r->dev = static_cast<int>(EightDigits(s, dev_end, dev_len));
+  // The thread id is checked (digits, at most eight here) but not read: nothing uses it. Most
+  // devices are one digit.
+  r->dev = dev_len == 1 ? s[dev_end - 1] - '0' : static_cast<int>(EightDigits(s, dev_end, dev_len));
   r->level = Level::kInfo;
   return i + 9 + (n - i > 9 ? 1 : 0);
 }
@@ -350,7 +350,6 @@ size_t ForwardInfoPrefix(std::string_view line, Record* r, bool vector = true) {
   r->host = line.substr(0, host_end);
   r->proc_key = line.substr(0, pid_end);
   r->pid = static_cast<uint32_t>(pid);
-  r->tid = static_cast<uint32_t>(tid);
   r->dev = static_cast<int>(dev);
   r->level = Level::kInfo;
   return i + 9 + (n - i > 9 ? 1 : 0);

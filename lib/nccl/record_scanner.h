@@ -15,8 +15,7 @@ enum class Level { kInfo, kWarn, kTrace };
 struct Record {
   std::string_view host;      // empty when the prefix was trimmed away (some pasted logs)
   std::string_view proc_key;  // "host:pid", contiguous in the line; empty without a prefix
-  uint32_t pid = 0;
-  uint32_t tid = 0;
+  uint32_t pid = 0;           // the thread id after it is checked, not kept (nothing needs it)
   int dev = -1;
   Level level = Level::kInfo;
   bool legacy = false;        // NCCL <= 2.2: "INFO"/"WARN" without the NCCL token

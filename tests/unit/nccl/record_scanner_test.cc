@@ -21,7 +21,6 @@ TEST(RecordScannerTest, ParsesInfoPrefix) {
   EXPECT_EQ(r[0].host, "ip-10-0-0-1");
   EXPECT_EQ(r[0].proc_key, "ip-10-0-0-1:4101");
   EXPECT_EQ(r[0].pid, 4101u);
-  EXPECT_EQ(r[0].tid, 4190u);
   EXPECT_EQ(r[0].dev, 3);
   EXPECT_EQ(r[0].level, Level::kInfo);
   EXPECT_FALSE(r[0].legacy);
@@ -151,7 +150,6 @@ TEST(RecordScannerTest, HostNamesOfEveryLengthAroundTheWordSize) {
     EXPECT_EQ(r[0].host, host);
     EXPECT_EQ(r[0].proc_key, host + ":1234567");
     EXPECT_EQ(r[0].pid, 1234567u);
-    EXPECT_EQ(r[0].tid, 89u);
     EXPECT_EQ(r[0].dev, 7);
     EXPECT_EQ(r[0].message, "Using network IB");
   }
@@ -166,7 +164,7 @@ TEST(RecordScannerTest, HostNamesOfEveryLengthAroundTheWordSize) {
   }
 }
 
-// pid, tid and [dev] of every length: the eight-bytes-at-once digit parser and its byte-loop
+// pid, tid (checked, not kept) and [dev] of every length: the eight-bytes-at-once digit parser and its byte-loop
 // fallback (eight digits or more, or a line ending within eight bytes) must agree.
 TEST(RecordScannerTest, PrefixNumbersOfEveryLength) {
   const std::string digits = "9876543210";
@@ -180,7 +178,6 @@ TEST(RecordScannerTest, PrefixNumbersOfEveryLength) {
         auto r = Scan(line);
         ASSERT_EQ(r.size(), 1u) << line;
         EXPECT_EQ(r[0].pid, std::stoul(pid)) << line;
-        EXPECT_EQ(r[0].tid, std::stoul(tid)) << line;
         EXPECT_EQ(r[0].dev, std::stoi(dev)) << line;
         EXPECT_EQ(r[0].proc_key, "node-7:" + pid);
       }
@@ -252,7 +249,6 @@ TEST(RecordScannerTest, VectorPrefixParserAgreesWithScalar) {
     ASSERT_EQ(vec.host, scalar.host) << line;
     ASSERT_EQ(vec.proc_key, scalar.proc_key) << line;
     ASSERT_EQ(vec.pid, scalar.pid) << line;
-    ASSERT_EQ(vec.tid, scalar.tid) << line;
     ASSERT_EQ(vec.dev, scalar.dev) << line;
   }
   EXPECT_GT(accepted, 5000u);
@@ -263,16 +259,21 @@ TEST(RecordScannerTest, VectorPrefixParserReadsLongNumbers) {
   const std::string line = "h:12345678:99999999 [7] NCCL INFO " + std::string(40, 'x');
   ASSERT_NE(internal::ParseInfoPrefix(line, &r, true), std::string_view::npos);
   EXPECT_EQ(r.pid, 12345678u);
-  EXPECT_EQ(r.tid, 99999999u);
   EXPECT_EQ(r.dev, 7);
   // Nine and ten digits go to the scalar parser; eleven are refused.
   const std::string ten = "h:123456789:4294967295 [0] NCCL INFO " + std::string(40, 'x');
   ASSERT_NE(internal::ParseInfoPrefix(ten, &r, true), std::string_view::npos);
   EXPECT_EQ(r.pid, 123456789u);
-  EXPECT_EQ(r.tid, 4294967295u);
   EXPECT_EQ(
       internal::ParseInfoPrefix("h:12345678901:1 [0] NCCL INFO " + std::string(40, 'x'), &r, true),
       std::string_view::npos);
+  // The thread id is not kept, but a line whose tid is no number of at most ten digits is no
+  // record prefix.
+  EXPECT_EQ(
+      internal::ParseInfoPrefix("h:1:12345678901 [0] NCCL INFO " + std::string(40, 'x'), &r, true),
+      std::string_view::npos);
+  EXPECT_EQ(internal::ParseInfoPrefix("h:1: [0] NCCL INFO " + std::string(40, 'x'), &r, true),
+            std::string_view::npos);
 }
 
 }  // namespace
