@@ -910,6 +910,7 @@ Process ProcessOf(const State& st, const Derived& d, const Scope& s) {
   out.settings = p.settings;
   out.warnings = p.warns.count;
   out.errors = p.error_chains.count + p.aborts.count + p.completions.count;
+  out.communicators.reserve(p.comms.size() + (p.pending.transports.empty() ? 0 : 1));
   for (const auto& c : p.comms) out.communicators.push_back(CommunicatorOf(*c, s));
   if (!p.pending.transports.empty()) {
     Communicator oc;
@@ -1014,6 +1015,7 @@ Report Analyzer::Snapshot() const {
   Builder b{st, &report.findings};
   for (Derived& d : derived) ProcessFindings(st, scopes[d.scope], d, &b);
   for (const auto& ss : st.sources) SourceFindings(*ss, &b);
+  report.processes.reserve(derived.size());
   for (const Derived& d : derived) report.processes.push_back(ProcessOf(st, d, scopes[d.scope]));
 
   Summary& sum = report.summary;

@@ -179,6 +179,54 @@ TEST(BlockScannerTest, DenseRunsVisitTheLinesAfterARunOfCandidates) {
   for (uint64_t i = 0; i < dense_visits.size(); ++i) EXPECT_EQ(dense_visits[i], i);
 }
 
+// Windows double while the scan between them finds nothing but candidates, up to
+// kDenseMaxLines, and start again at kDenseLines after a line the scan passes over. The chatter
+// a window runs into is bounded by the run before it.
+TEST(BlockScannerTest, DenseWindowsGrowOnlyWhileTheRunLasts) {
+  // `visited_chatter` after `run` NCCL lines, then 2 * kDenseMaxLines chatter lines.
+  auto chatter_visited = [](uint64_t run) {
+    std::string block;
+    for (uint64_t i = 0; i < run; ++i) block += "h:1:2 [0] NCCL INFO line\n";
+    for (uint64_t i = 0; i < 2 * kDenseMaxLines; ++i) block += "step loss 0.1\n";
+    uint64_t nccl = 0, chatter = 0;
+    ForEachCandidateLine(
+        block, kLong, false,
+        [&](uint64_t i, std::string_view) {
+          (i < run ? nccl : chatter) += 1;
+          return false;
+        },
+        /*dense_runs=*/true);
+    EXPECT_EQ(nccl, run);  // every candidate is visited
+    return chatter;
+  };
+  // Windows of 64, 128, 256, ... each after 16 scanned lines: the run of 16 + 64 + 16 + 128
+  // lines ends with a window of 128 lines, and the next window (256) runs into the chatter.
+  EXPECT_EQ(
+      chatter_visited(kDenseAfter + kDenseLines + kDenseAfter + 2 * kDenseLines + kDenseAfter),
+      4 * kDenseLines);
+  // However long the run, a window holds at most kDenseMaxLines lines.
+  EXPECT_LE(chatter_visited(100000), kDenseMaxLines);
+  EXPECT_GT(chatter_visited(100000), 0u);
+  // A line the scan passes over starts the windows again: 64 lines after the 16 candidates
+  // that follow the one the scan stops at. Windows of 64..1024 end at line 2064; the scan
+  // then looks at lines 2064-2079, and line 2070 is chatter.
+  std::string block;
+  const uint64_t restart = 2070;
+  for (uint64_t i = 0; i < restart; ++i) block += "h:1:2 [0] NCCL INFO line\n";
+  block += "step loss 0.1\n";
+  for (uint64_t i = 0; i < kDenseAfter + 1; ++i) block += "h:1:2 [0] NCCL INFO line\n";
+  for (uint64_t i = 0; i < 1000; ++i) block += "step loss 0.1\n";
+  uint64_t late_chatter = 0;
+  ForEachCandidateLine(
+      block, kLong, false,
+      [&](uint64_t i, std::string_view line) {
+        if (i > restart && line == "step loss 0.1") ++late_chatter;
+        return false;
+      },
+      /*dense_runs=*/true);
+  EXPECT_EQ(late_chatter, kDenseLines);
+}
+
 // The analyzer's block path must report what its per-line path reports, counters included,
 // on a log where most lines are chatter and a record is split at "NC|CL" by the runtime.
 TEST(BlockScannerTest, FeedLinesMatchesFeedingEveryLine) {
