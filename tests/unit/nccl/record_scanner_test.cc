@@ -164,8 +164,9 @@ TEST(RecordScannerTest, HostNamesOfEveryLengthAroundTheWordSize) {
   }
 }
 
-// pid, tid (checked, not kept) and [dev] of every length: the eight-bytes-at-once digit parser and its byte-loop
-// fallback (eight digits or more, or a line ending within eight bytes) must agree.
+// pid, tid (checked, not kept) and [dev] of every length: the eight-bytes-at-once digit
+// parser and its byte-loop fallback (eight digits or more, or a line ending within eight bytes)
+// must agree.
 TEST(RecordScannerTest, PrefixNumbersOfEveryLength) {
   const std::string digits = "9876543210";
   for (size_t pl = 1; pl <= 9; ++pl) {
