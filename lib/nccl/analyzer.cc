@@ -962,18 +962,13 @@ namespace {
 void FeedLine(State* st, uint32_t source_idx, uint64_t line_no, std::string_view raw_line,
               bool raw_has_esc) {
   ++st->counters.lines;
-  // Most lines of an NCCL log need no envelope or cleaning: a line without ESC that starts with
-  // a letter (plain text: no CRI time stamp or docker '{'; no indentation, wrapper or Ray marker)
-  // and ends in a printable ASCII byte other than ']' and ')' (no padding, CR, box frame or Ray
-  // suffix) is what CleanLine() would return it as. Checked once here instead of step by step.
-  if (!raw_has_esc && !raw_line.empty() && raw_line.size() <= st->options.max_line_bytes &&
-      st->options.envelope == Envelope::kAuto) {
-    const unsigned char first = static_cast<unsigned char>(raw_line.front()) | 0x20;
-    const unsigned char last = static_cast<unsigned char>(raw_line.back());
-    if (first >= 'a' && first <= 'z' && last > ' ' && last < 0x7f && last != ']' && last != ')') {
-      ProcessClean(st, source_idx, line_no, raw_line, {});
-      return;
-    }
+  // Most lines of an NCCL log need no envelope or cleaning: one CleanLine() returns as it is
+  // (which starts with a letter: no CRI time stamp, docker '{' or Ray marker either) goes
+  // straight to its records, skipping the steps below one by one.
+  if (!raw_has_esc && raw_line.size() <= st->options.max_line_bytes &&
+      st->options.envelope == Envelope::kAuto && IsCleanAsIs(raw_line)) {
+    ProcessClean(st, source_idx, line_no, raw_line, {});
+    return;
   }
   if (raw_line.size() > st->options.max_line_bytes) {
     raw_line = raw_line.substr(0, st->options.max_line_bytes);

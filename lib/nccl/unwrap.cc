@@ -274,14 +274,13 @@ std::string_view CleanLine(std::string_view line, std::string* scratch, bool may
     RemoveAnsi(line, scratch);
     line = *scratch;
   }
-  // The common line needs no cleaning: it starts with a letter (a host name: no indentation,
-  // console wrapper, timestamp or box frame) and ends with a printable ASCII byte (no newline,
-  // padding or box frame, whose UTF-8 bytes are >= 0x80). Checked first, as every line comes here.
+  // The common line needs no cleaning. Checked first, as every line comes here.
+  if (IsCleanAsIs(line)) return line;
+  // Starting and ending the same way but for a final ']' or ')': at most Ray's suffix to strip.
   if (!line.empty()) {
     const unsigned char first = static_cast<unsigned char>(line.front()) | 0x20;
     const unsigned char last = static_cast<unsigned char>(line.back());
-    if (first >= 'a' && first <= 'z' && last > ' ' && last < 0x7f) {
-      if (last != ']' && last != ')') return line;
+    if (first >= 'a' && first <= 'z' && (last == ']' || last == ')')) {
       uint64_t repeated = 0;
       line = StripRayRepeat(line, &repeated);
       if (ray != nullptr && repeated != 0) ray->repeated = repeated;

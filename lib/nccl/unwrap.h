@@ -48,6 +48,17 @@ struct RayWrapping {
   uint64_t repeated = 0;
 };
 
+// What CleanLine() returns unchanged at its first check, a line without ESC bytes aside: one
+// that starts with a letter (no indentation, console wrapper, timestamp or box frame) and ends
+// in a printable ASCII byte other than ']' and ')' (no newline, padding, box frame or Ray
+// suffix). Most lines of an NCCL log are such lines.
+inline bool IsCleanAsIs(std::string_view line) {
+  if (line.empty()) return false;
+  const unsigned char first = static_cast<unsigned char>(line.front()) | 0x20;
+  const unsigned char last = static_cast<unsigned char>(line.back());
+  return first >= 'a' && first <= 'z' && last > ' ' && last < 0x7f && last != ']' && last != ')';
+}
+
 // Strips CR/LF, ANSI colour codes, trailing padding and TUI box drawing, Ray's
 // " [repeated Nx across cluster]" suffix (and the one-time hint after it), and leading console
 // wrappers (indentation, CloudWatch "| <time> |", log-platform dates, Open MPI "[1,0]<stdout>:",
