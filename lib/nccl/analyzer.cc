@@ -192,7 +192,14 @@ void HandleChannel(ProcState* p, std::string_view m, const Ctx& c) {
 }
 
 CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr, const Ctx& c) {
-  const uint64_t hash = internal::HashBytes(ptr.substr(0, 32));
+  ptr = ptr.substr(0, 32);  // as kept: a longer one must find the communicator it made
+  const uint64_t hash = internal::HashBytes(ptr);
+  // Most communicator lines continue the one in progress ("Init START", its "comm .. nRanks"
+  // line, "Init COMPLETE"): checked before the list, which a process with many communicators
+  // makes long.
+  if (p->current != nullptr && p->current->ptr_hash == hash && internal::Eq(p->current->ptr, ptr)) {
+    return p->current;
+  }
   if (p->comm_hashes.size() != p->comms.size()) {
     p->comm_hashes.clear();
     for (const auto& comm : p->comms) p->comm_hashes.push_back(comm->ptr_hash);
@@ -207,7 +214,7 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr, const Ct
     ++st->counters.evicted_comms;
   }
   auto comm = std::make_unique<CommState>();
-  comm->ptr.assign(ptr.substr(0, 32));
+  comm->ptr.assign(ptr);
   comm->ptr_hash = hash;
   SetRef(&comm->ev, c);
   // Channel lines printed before the comm line (NCCL <= 2.17 prints "Init COMPLETE" last).

@@ -463,6 +463,32 @@ TEST(AnalyzerTest, BoundsProcessesAndComms) {
   EXPECT_EQ(FindProc(r, "h19", 1)->communicators.size(), 2u);
 }
 
+// A communicator is found again by its address: the one in progress, one made before it, and
+// one whose address is longer than the 32 bytes kept.
+TEST(AnalyzerTest, FindsEachCommunicatorAgainByAddress) {
+  const std::string long_ptr = "0x" + std::string(40, 'a');
+  Counters counters;
+  Report r = Analyze(
+      {
+          "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xa rank 0 nranks 2 - Init START",
+          "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xb rank 1 nranks 4 - Init START",
+          "h:1:1 [0] NCCL INFO comm 0xa rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0",
+          "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xb rank 1 nranks 4 - Init COMPLETE",
+          "h:1:1 [0] NCCL INFO comm " + long_ptr + " rank 5 nranks 8 - Init START",
+          "h:1:1 [0] NCCL INFO comm " + long_ptr + " rank 5 nranks 8 - Init COMPLETE",
+      },
+      {}, &counters);
+  const Process& p = r.processes.at(0);
+  ASSERT_EQ(p.communicators.size(), 3u);
+  EXPECT_EQ(p.communicators[0].nnodes, 2);
+  EXPECT_FALSE(p.communicators[0].init_complete);
+  EXPECT_EQ(p.communicators[1].nranks, 4);
+  EXPECT_TRUE(p.communicators[1].init_complete);
+  EXPECT_EQ(p.communicators[2].rank, 5);
+  EXPECT_TRUE(p.communicators[2].init_complete);
+  EXPECT_EQ(counters.evicted_comms, 0u);
+}
+
 TEST(AnalyzerTest, TruncatesLongLinesAndSkipsBinaryJunk) {
   AnalyzerOptions o;
   o.max_line_bytes = 1024;
