@@ -167,11 +167,7 @@ struct HttpsServer::Api {
     return a;
   }
 
-  static absl::StatusOr<const Api*> Get() {
-    static const absl::StatusOr<Api> api = Load();
-    if (!api.ok()) return api.status();
-    return &*api;
-  }
+  static absl::StatusOr<const Api*> Get() { return common::LoadOnce<&Load>(); }
 };
 
 struct HttpsServer::Callbacks {

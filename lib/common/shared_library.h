@@ -41,4 +41,14 @@ class SharedLibrary {
   void* handle_ = nullptr;
 };
 
+/// The table of functions `Load` binds (a function returning absl::StatusOr<T>), loaded on the
+/// first call in the process (thread-safe, once: a failure is kept too) and kept for its life,
+/// as the pointers in it need the library to stay open.
+template <auto Load>
+auto LoadOnce() -> absl::StatusOr<const typename decltype(Load())::value_type*> {
+  static const auto table = Load();
+  if (!table.ok()) return table.status();
+  return &*table;
+}
+
 }  // namespace efawatch::common

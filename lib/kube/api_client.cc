@@ -56,11 +56,7 @@ absl::StatusOr<CurlApi> LoadCurl() {
   return a;
 }
 
-absl::StatusOr<const CurlApi*> Curl() {
-  static const absl::StatusOr<CurlApi> api = LoadCurl();
-  if (!api.ok()) return api.status();
-  return &*api;
-}
+absl::StatusOr<const CurlApi*> Curl() { return common::LoadOnce<&LoadCurl>(); }
 
 struct CurlDeleter {
   const CurlApi* api;

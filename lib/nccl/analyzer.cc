@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -327,8 +328,11 @@ void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
   } else if (StartsWith(rest, "Selected Provider is ") ||
              StartsWith(rest, "Selected provider is ")) {
     std::string_view v = rest.substr(21);
-    size_t end = v.find_first_of(" ,");
-    Set(&p->provider, v.substr(0, std::min<size_t>(end, 32)));
+    // The provider name ends at a blank or a comma, within 32 bytes (a loop: find_first_of
+    // calls memchr on its set once per byte).
+    size_t end = 0;
+    while (end < v.size() && end < 32 && v[end] != ' ' && v[end] != ',') ++end;
+    Set(&p->provider, v.substr(0, end));
     if (size_t f = FindIn(v, "fabric is "); f != std::string_view::npos) {
       std::string_view fab = v.substr(f + 10);
       Set(&p->fabric, fab.substr(0, std::min<size_t>(fab.find(' '), 32)));
@@ -906,18 +910,26 @@ void ProcessText(State* st, uint32_t source, uint64_t line_no, std::string_view 
   ProcessClean(st, source, line_no, line, ray.prefix);
 }
 
+// Where the lines of `name` go without adding a source: its own slot, or the last one when the
+// table is full (overflow shares it); nullopt when `name` would get a new slot.
+std::optional<uint32_t> KnownSourceIndex(const State* st, std::string_view name) {
+  auto it = st->source_index.find(absl::string_view(name.data(), name.size()));
+  if (it != st->source_index.end()) return it->second;
+  if (!st->sources.empty() && st->sources.size() >= st->options.max_sources) {
+    return static_cast<uint32_t>(st->sources.size() - 1);
+  }
+  return std::nullopt;
+}
+
 uint32_t SourceIndex(State* st, std::string_view name) {
   // Every line names its source: memcmp beats a byte loop on path-length strings.
   if (st->have_last_source && st->last_source_name.size() == name.size() &&
       memcmp(st->last_source_name.data(), name.data(), name.size()) == 0) {
     return st->last_source;
   }
-  auto it = st->source_index.find(absl::string_view(name.data(), name.size()));
   uint32_t idx;
-  if (it != st->source_index.end()) {
-    idx = it->second;
-  } else if (st->sources.size() >= st->options.max_sources) {
-    idx = static_cast<uint32_t>(st->sources.size() - 1);  // overflow shares the last slot
+  if (const std::optional<uint32_t> known = KnownSourceIndex(st, name)) {
+    idx = *known;
   } else {
     idx = static_cast<uint32_t>(st->sources.size());
     auto ss = std::make_unique<SourceState>();
@@ -1050,11 +1062,16 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
   // only counted. A split record's rest is fed even when it holds no needle.
   PartialJoiner* joiner = st->sources[source_idx]->joiner.get();
   // The ESC bytes of the block are found by one forward scan instead of a memchr per line in
-  // CleanLine: `next_esc` is the first one at or after the current line (size() when none).
+  // CleanLine, a window at a time: a scan that ran to the next ESC megabytes ahead read the
+  // block from memory twice, where a window still sits in cache when its lines are fed.
+  // `next_esc` is the first ESC at or after where the last search began, or the end of the
+  // window searched when it held none: a line across that end counts as holding one (CleanLine
+  // then finds none, which costs a pass over one line), a line after it searches again.
+  constexpr size_t kEscWindow = size_t{64} << 10;
   auto find_esc = [&](size_t from) {
-    const void* e = memchr(data.data() + from, '\x1b', data.size() - from);
-    return e == nullptr ? data.size()
-                        : static_cast<size_t>(static_cast<const char*>(e) - data.data());
+    const size_t to = std::min(data.size(), from + kEscWindow);
+    const void* e = memchr(data.data() + from, '\x1b', to - from);
+    return e == nullptr ? to : static_cast<size_t>(static_cast<const char*>(e) - data.data());
   };
   size_t next_esc = find_esc(0);
   uint64_t fed = 0;
@@ -1074,16 +1091,8 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
 
 bool Analyzer::AwaitsContinuation(std::string_view source) const {
   const State* st = state_.get();
-  auto it = st->source_index.find(absl::string_view(source.data(), source.size()));
-  uint32_t idx = 0;
-  if (it != st->source_index.end()) {
-    idx = it->second;
-  } else if (!st->sources.empty() && st->sources.size() >= st->options.max_sources) {
-    idx = static_cast<uint32_t>(st->sources.size() - 1);  // where SourceIndex() puts it
-  } else {
-    return false;
-  }
-  return st->sources[idx]->joiner->pending();
+  const std::optional<uint32_t> idx = KnownSourceIndex(st, source);
+  return idx.has_value() && st->sources[*idx]->joiner->pending();
 }
 
 }  // namespace efawatch::nccl

@@ -93,9 +93,7 @@ absl::StatusOr<GpuLibraries> OpenGpuLibraries() {
 }
 
 absl::StatusOr<const GpuLibraries*> LoadGpuLibraries() {
-  static const absl::StatusOr<GpuLibraries> libs = OpenGpuLibraries();
-  if (!libs.ok()) return libs.status();
-  return &*libs;
+  return common::LoadOnce<&OpenGpuLibraries>();
 }
 
 absl::Status CudaError(const GpuLibraries& lib, const char* what, cudaError_t e) {

@@ -176,15 +176,13 @@ BandwidthRun::Wait BandwidthRun::Control(MessageType type, MessageType answer) {
   // The hello is sent again until answered (see internal::kFirstResend), within one stall
   // timeout; an answer to any copy will do. Later messages come from a known address.
   const auto give_up = clock_.Now() + options_.stall_timeout;
-  auto gap =
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(internal::kFirstResend);
+  internal::HelloResends resends(give_up);
   while (true) {
     if (Wait w = SendControl(h); w != Wait::kOk) return w;
-    const auto resend_at = std::min(clock_.Now() + gap, give_up);
+    const auto resend_at = resends.Next(clock_.Now());
     Wait w = PumpUntil([&] { return answer_.has_value() || clock_.Now() >= resend_at; });
     if (w != Wait::kOk || answer_.has_value()) return w;
     if (clock_.Now() >= give_up) return Wait::kStalled;
-    gap = std::min<std::chrono::steady_clock::duration>(2 * gap, internal::kMaxResend);
   }
 }
 

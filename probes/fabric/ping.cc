@@ -252,8 +252,7 @@ ssize_t PingRun::Introduce() {
   hello.session = session_;
   hello.sender = ep_.address();
   const auto give_up = std::min(clock_.Now() + options_.message_timeout, deadline_);
-  auto gap =
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(internal::kFirstResend);
+  internal::HelloResends resends(give_up);
   while (!introduced_) {
     Op* slot = clock_.Now() < give_up ? AcquireSlot() : nullptr;
     if (slot == nullptr) break;
@@ -265,13 +264,12 @@ ssize_t PingRun::Introduce() {
       SendFailed(*slot, ret, /*timed=*/false);
       if (ret != -FI_EAGAIN) break;
     }
-    const auto resend_at = std::min(clock_.Now() + gap, give_up);
+    const auto resend_at = resends.Next(clock_.Now());
     while (!introduced_ && clock_.Now() < resend_at && !stop_.stop_requested()) {
       const ssize_t n = Pump();
       if (n < 0) return n;
       if (n == 0) ep_.Wait(kSleepStep, -1);
     }
-    gap = std::min<std::chrono::steady_clock::duration>(2 * gap, internal::kMaxResend);
   }
   if (introduced_) return 1;
   // Never answered: every message of the run counts as lost, as when no pong comes.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +49,23 @@ absl::StatusOr<std::unique_ptr<ProbeLink>> OpenLink(const EndpointOptions& optio
 /// kFirstResend, then twice as long each time up to kMaxResend apart.
 inline constexpr std::chrono::milliseconds kFirstResend{2};
 inline constexpr std::chrono::milliseconds kMaxResend{100};
+
+/// That schedule, for both probers: Next(now) is when to send the hello again after sending
+/// it at `now` (never after `give_up`), each gap twice the one before up to kMaxResend.
+class HelloResends {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  explicit HelloResends(TimePoint give_up) : give_up_(give_up) {}
+  TimePoint Next(TimePoint now) {
+    const TimePoint at = std::min(now + gap_, give_up_);
+    gap_ = std::min<std::chrono::steady_clock::duration>(2 * gap_, kMaxResend);
+    return at;
+  }
+
+ private:
+  TimePoint give_up_;
+  std::chrono::steady_clock::duration gap_ = kFirstResend;
+};
 
 /// A random id for one probe run, so late answers of an earlier run are never counted.
 uint64_t NewSession();

@@ -102,5 +102,44 @@ TEST(AnalyzerFeedLinesTest, AnsiCodesOutsideTheBlockAreStillRemoved) {
   EXPECT_EQ(hosts, (std::vector<std::string>{"gpu1", "gpu2", "gpu3", "gpu4", "gpu5"}));
 }
 
+// ESC bytes are searched a window (64 KiB from where a search begins) at a time: codes in the
+// middle of lines that otherwise look clean (a letter first and last) are removed in a line
+// that straddles the first window's end and in lines far beyond it.
+TEST(AnalyzerFeedLinesTest, AnsiCodesFarApartAndAcrossTheSearchWindow) {
+  auto colored = [](int host) {
+    return "gpu" + std::to_string(host) +
+           ":7:8 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to \x1b[1mlo\x1b[0m";
+  };
+  const std::string filler = "gpu0:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC";
+  std::vector<std::string> physical;
+  size_t offset = 0;
+  auto add = [&](const std::string& line) {
+    physical.push_back(line);
+    offset += line.size() + 1;
+  };
+  // The first window ends at byte 65536 of the block: a colored line starts 8 bytes before it,
+  // so its first ESC lies beyond (a pad line of other text sets the offset exactly).
+  constexpr size_t kWindow = 65536;
+  const size_t esc_in_line = colored(1).find('\x1b');
+  while (offset + 2 * (filler.size() + 1) < kWindow) add(filler);
+  add(std::string(kWindow - 8 - offset - 1, 'x'));
+  ASSERT_EQ(offset, kWindow - 8);
+  ASSERT_GT(esc_in_line, 8u);
+  add(colored(1));
+  for (int i = 0; i < 6000; ++i) add(filler);
+  add(colored(2));
+  ASSERT_GT(offset, 5 * kWindow);
+  // The same report as line by line (where every line is cleaned), and that report sees the
+  // codes removed: "lo" is the loopback interface.
+  CheckBlocks("far-ansi", physical);
+  Analyzer a;
+  std::string text;
+  for (const std::string& p : physical) text += p + "\n";
+  a.FeedLines("far-ansi", 1, text);
+  const Report r = a.Snapshot();
+  EXPECT_TRUE(std::any_of(r.findings.begin(), r.findings.end(),
+                          [](const Finding& f) { return f.kind == kLoopbackMisuse; }));
+}
+
 }  // namespace
 }  // namespace efawatch::nccl
