@@ -1062,16 +1062,11 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
   // only counted. A split record's rest is fed even when it holds no needle.
   PartialJoiner* joiner = st->sources[source_idx]->joiner.get();
   // The ESC bytes of the block are found by one forward scan instead of a memchr per line in
-  // CleanLine, a window at a time: a scan that ran to the next ESC megabytes ahead read the
-  // block from memory twice, where a window still sits in cache when its lines are fed.
-  // `next_esc` is the first ESC at or after where the last search began, or the end of the
-  // window searched when it held none: a line across that end counts as holding one (CleanLine
-  // then finds none, which costs a pass over one line), a line after it searches again.
-  constexpr size_t kEscWindow = size_t{64} << 10;
+  // CleanLine: `next_esc` is the first one at or after the current line (size() when none).
   auto find_esc = [&](size_t from) {
-    const size_t to = std::min(data.size(), from + kEscWindow);
-    const void* e = memchr(data.data() + from, '\x1b', to - from);
-    return e == nullptr ? to : static_cast<size_t>(static_cast<const char*>(e) - data.data());
+    const void* e = memchr(data.data() + from, '\x1b', data.size() - from);
+    return e == nullptr ? data.size()
+                        : static_cast<size_t>(static_cast<const char*>(e) - data.data());
   };
   size_t next_esc = find_esc(0);
   uint64_t fed = 0;

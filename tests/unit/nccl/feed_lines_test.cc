@@ -102,10 +102,10 @@ TEST(AnalyzerFeedLinesTest, AnsiCodesOutsideTheBlockAreStillRemoved) {
   EXPECT_EQ(hosts, (std::vector<std::string>{"gpu1", "gpu2", "gpu3", "gpu4", "gpu5"}));
 }
 
-// ESC bytes are searched a window (64 KiB from where a search begins) at a time: codes in the
-// middle of lines that otherwise look clean (a letter first and last) are removed in a line
-// that straddles the first window's end and in lines far beyond it.
-TEST(AnalyzerFeedLinesTest, AnsiCodesFarApartAndAcrossTheSearchWindow) {
+// The block's ESC bytes are found by one forward scan, not per line: codes in the middle of
+// lines that otherwise look clean (a letter first and last) are removed wherever they are, near
+// the start of a block, 64 KiB into it and far beyond.
+TEST(AnalyzerFeedLinesTest, AnsiCodesInTheMiddleOfCleanLookingLinesFarApart) {
   auto colored = [](int host) {
     return "gpu" + std::to_string(host) +
            ":7:8 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to \x1b[1mlo\x1b[0m";
@@ -117,18 +117,19 @@ TEST(AnalyzerFeedLinesTest, AnsiCodesFarApartAndAcrossTheSearchWindow) {
     physical.push_back(line);
     offset += line.size() + 1;
   };
-  // The first window ends at byte 65536 of the block: a colored line starts 8 bytes before it,
-  // so its first ESC lies beyond (a pad line of other text sets the offset exactly).
-  constexpr size_t kWindow = 65536;
+  // A colored line starts 8 bytes before 64 KiB, so its first ESC lies beyond (a pad line of
+  // other text sets the offset exactly); the first line is colored too.
+  constexpr size_t k64KiB = 65536;
   const size_t esc_in_line = colored(1).find('\x1b');
-  while (offset + 2 * (filler.size() + 1) < kWindow) add(filler);
-  add(std::string(kWindow - 8 - offset - 1, 'x'));
-  ASSERT_EQ(offset, kWindow - 8);
+  add(colored(3));
+  while (offset + 2 * (filler.size() + 1) < k64KiB) add(filler);
+  add(std::string(k64KiB - 8 - offset - 1, 'x'));
+  ASSERT_EQ(offset, k64KiB - 8);
   ASSERT_GT(esc_in_line, 8u);
   add(colored(1));
   for (int i = 0; i < 6000; ++i) add(filler);
   add(colored(2));
-  ASSERT_GT(offset, 5 * kWindow);
+  ASSERT_GT(offset, 5 * k64KiB);
   // The same report as line by line (where every line is cleaned), and that report sees the
   // codes removed: "lo" is the loopback interface.
   CheckBlocks("far-ansi", physical);
