@@ -981,9 +981,9 @@ namespace {
 void FeedLine(State* st, uint32_t source_idx, uint64_t line_no, std::string_view raw_line,
               bool raw_has_esc) {
   ++st->counters.lines;
-  // Most lines of an NCCL log need no envelope or cleaning: one CleanLine() returns as it is
-  // (which starts with a letter: no CRI time stamp, docker '{' or Ray marker either) goes
-  // straight to its records, skipping the steps below one by one.
+  // Most lines of an NCCL log need no envelope or cleaning: a line CleanLine() would return as
+  // it is (IsCleanAsIs; it starts with a letter, so it holds no CRI time stamp, docker '{' or
+  // Ray marker either) goes straight to its records instead of through the steps below.
   if (!raw_has_esc && raw_line.size() <= st->options.max_line_bytes &&
       st->options.envelope == Envelope::kAuto && IsCleanAsIs(raw_line)) {
     ProcessClean(st, source_idx, line_no, raw_line, {});
