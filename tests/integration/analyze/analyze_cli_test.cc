@@ -200,4 +200,38 @@ TEST(AnalyzeCliTest, PrintsVersion) {
   EXPECT_EQ(r.out.rfind("efawatch ", 0), 0u);
 }
 
+// `efawatch` runs `analyze` itself and hands every other command to efawatch-rpc from its own
+// directory (cli/main.cc): copied alone, it still analyzes, and any other command fails with one
+// line naming the missing file; beside the helper (through a symbolic link, as a package may
+// install it), the other commands and the full help work.
+TEST(AnalyzeCliTest, FrontAloneAnalyzesAndNamesTheMissingHelper) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("efawatch_front_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(Bin(), dir / "efawatch");
+  const std::string alone = (dir / "efawatch").string();
+
+  CmdResult analyzed = Shell(alone + " analyze " + Fixture("efa-ofi-healthy-2.21.log"));
+  EXPECT_EQ(analyzed.code, 0) << analyzed.err;
+  EXPECT_EQ(FirstLine(analyzed.out), "OK: inter-node traffic on NET/OFI (efa), GDR on");
+
+  CmdResult status = Shell(alone + " status --agent 127.0.0.1:1");
+  EXPECT_EQ(status.code, 2);
+  EXPECT_TRUE(status.out.empty()) << status.out;
+  EXPECT_EQ(std::count(status.err.begin(), status.err.end(), '\n'), 1) << status.err;
+  EXPECT_NE(status.err.find((dir / "efawatch-rpc").string()), std::string::npos) << status.err;
+
+  std::filesystem::remove(dir / "efawatch");
+  std::filesystem::create_symlink(std::filesystem::absolute(Bin()), dir / "efawatch");
+  CmdResult version = Shell((dir / "efawatch").string() + " version");
+  EXPECT_EQ(version.code, 0) << version.err;
+  EXPECT_EQ(version.out.rfind("efawatch ", 0), 0u) << version.out;
+  CmdResult help = Shell((dir / "efawatch").string() + " --help");
+  EXPECT_EQ(help.code, 0) << help.err;
+  for (const char* command : {"status", "ping", "collective", "analyze", "doctor"}) {
+    EXPECT_NE(help.out.find(command), std::string::npos) << command << "\n" << help.out;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

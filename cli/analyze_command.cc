@@ -1,0 +1,42 @@
+#include "cli/analyze_command.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/analyze.h"
+
+namespace efawatch::cli {
+
+void AddAnalyzeCommand(CLI::App& app, AnalyzeCommand& cmd, int& exit_code) {
+  auto* analyze =
+      app.add_subcommand("analyze", "Analyze NCCL_DEBUG=INFO logs (plain, CRI, docker json, .gz)");
+  analyze->add_option("--format", cmd.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  analyze
+      ->add_option("--threads", cmd.threads,
+                   "parts of a large file analyzed at once (0: one per CPU for files >= 32 MiB)")
+      ->check(CLI::Range(0u, 64u));
+  analyze->add_option("files", cmd.files, "log files, - for stdin")->required();
+  analyze->callback([&] {
+    exit_code = RunAnalyze(cmd.files, cmd.format, cmd.threads, std::cout, std::cerr, &cmd.analyzer);
+  });
+}
+
+int ParseAndRun(CLI::App& app, int argc, char** argv, AnalyzeCommand& analyze,
+                const int& exit_code) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "efawatch: " << e.what() << "\n";
+    return 2;
+  }
+  if (analyze.analyzer != nullptr) {
+    std::cout.flush();
+    std::exit(exit_code);
+  }
+  return exit_code;
+}
+
+}  // namespace efawatch::cli
