@@ -1,5 +1,5 @@
 // efawatch: the command-line client's front. `efawatch analyze` runs here, in a binary that links
-// the analyzer and nothing of gRPC: it starts in ~4 ms instead of ~15 (gRPC, protobuf and their
+// the analyzer and nothing of gRPC: it starts in ~5 ms instead of ~15 (gRPC, protobuf and their
 // forty shared libraries are not mapped and relocated), a tenth of the time `analyze` takes on a
 // 400 MB pod log, and the file can be copied alone into a training container that lacks those
 // libraries. Every other command (status, ping, bandwidth, collective, doctor, version, --help)
