@@ -243,7 +243,7 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr, const Ct
 
 // A communicator line (lib/nccl/comm_line.h says which).
 void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
-  const CommLine line = ParseCommLine(m);
+  const CommLine line = st->comm_lines.Parse(m);
   const int rank = line.rank, nranks = line.nranks;
   std::string_view ptr = line.ptr;
   if (rank < 0 && nranks < 0) return;

@@ -30,6 +30,19 @@ enum Key : uint8_t {
   kInit
 };
 
+}  // namespace
+
+namespace internal {
+// What the vector pass found: where each key's value is (offset, length; length 0: none) and
+// the statuses. Bytes, not string_views: zeroing eleven views cost a `rep stos` per line.
+struct CommLineSlots {
+  uint8_t at[kInit + 1] = {}, size[kInit + 1] = {};
+  bool start = false, complete = false, abort = false;
+};
+}  // namespace internal
+
+namespace {
+
 // A word's first eight bytes as a little-endian number, for comparing short tokens at once.
 constexpr uint64_t WordOf(std::string_view s) {
   uint64_t w = 0;
@@ -80,6 +93,8 @@ Key Classify(std::string_view token) {
   return ClassifyWord(token, word);
 }
 
+constexpr size_t kFastBytes = CommLineParser::kShapeBytes;
+
 #if defined(__SSE2__)
 constexpr uint64_t kStart = WordOf("START");
 // The first eight bytes of the `len`-byte token at `p`, zero-padded; `p` has eight readable bytes.
@@ -90,14 +105,37 @@ EFAWATCH_ALWAYS_INLINE uint64_t WordAt(const char* p, size_t len) {
 }
 constexpr uint64_t kComplete = WordOf("COMPLETE");
 
+#endif
+
+using Slots = internal::CommLineSlots;
+
+CommLine FromSlots(std::string_view m, const Slots& s) {
+  CommLine out;
+  auto value = [&](Key k) { return m.substr(s.at[k], s.size[k]); };
+  auto number = [&](Key k) { return s.size[k] == 0 ? -1 : internal::ParseInt(value(k)); };
+  out.ptr = value(kComm);
+  out.comm_id = value(kCommId);
+  out.bus_id = value(kBusId);
+  out.rank = number(kRank);
+  out.nranks = number(kNranks);
+  out.nnodes = number(kNnodes);
+  out.cuda_dev = number(kCudaDev);
+  out.local_ranks = number(kLocalRanks);
+  out.start = s.start;
+  out.complete = s.complete;
+  out.abort = s.abort;
+  return out;
+}
+
+#if defined(__SSE2__)
 // ParseCommLine() for a message of at most kFastBytes: the message is copied into a buffer
 // padded with blanks, one pass of SSE2 compares marks its blanks and digits, and the loop
 // visits tokens by bit scans. Only tokens that do not start with a digit are classified (the
 // values between them are taken by position). Same result as ParseCommLineByTokens(); on the
 // communicator lines of bench/analyze.sh's log 89 ns a line, against 115 for the earlier form
 // of this loop (which listed every token's start and end first) and 148 for the token parser.
-constexpr size_t kFastBytes = 192;
-CommLine ParseShort(std::string_view m) {
+// Returns false for a message of more than 64 tokens (the rest is not looked at).
+bool ParseShort(std::string_view m, Slots* out) {
   constexpr size_t kWords = kFastBytes / 64;
   alignas(16) char buf[kFastBytes + 16];
   memcpy(buf, m.data(), m.size());
@@ -124,11 +162,9 @@ CommLine ParseShort(std::string_view m) {
     blank[w] = b;
     digit[w] = d;
   }
-  CommLine out;
-  // Where each key's value is (offset, length; length 0: none). Bytes, not string_views: zeroing
-  // eleven views cost a `rep stos` per line. The first "comm" and the first "rank" with a number
-  // count.
-  uint8_t at[kInit + 1] = {}, size[kInit + 1] = {};
+  // The first "comm" and the first "rank" with a number count.
+  uint8_t* at = out->at;
+  uint8_t* size = out->size;
   bool takes[kInit + 1] = {false, true, true, true, true, true, true, true, true, false, false};
   Key prev = kNone;
   // Tokens are visited by a bit scan over where they start (a non-blank after a blank); each
@@ -164,36 +200,194 @@ CommLine ParseShort(std::string_view m) {
         continue;
       }
       if (len >= 5 && (word & 0xffffffffffull) == kStart) {
-        out.start = true;
+        out->start = true;
       } else if (len >= 8 && word == kComplete) {
-        if (prev == kAbort) out.abort = true;
-        if (prev == kInit) out.complete = true;
+        if (prev == kAbort) out->abort = true;
+        if (prev == kInit) out->complete = true;
       }
       prev = ClassifyWord({buf + pos, len}, word);
     }
     if (tokens > 64) break;
   }
-  auto value = [&](Key k) { return m.substr(at[k], size[k]); };
-  auto number = [&](Key k) { return size[k] == 0 ? -1 : internal::ParseInt(value(k)); };
-  out.ptr = value(kComm);
-  out.comm_id = value(kCommId);
-  out.bus_id = value(kBusId);
-  out.rank = number(kRank);
-  out.nranks = number(kNranks);
-  out.nnodes = number(kNnodes);
-  out.cuda_dev = number(kCudaDev);
-  out.local_ranks = number(kLocalRanks);
-  return out;
+  return tokens <= 64;
 }
+#endif
+
+#if defined(__SSE2__)
+// The keys whose values are CommLine fields, in Shape::field's order.
+constexpr Key kFieldKeys[] = {kComm,   kCommId, kBusId,   kRank,
+                              kNranks, kNnodes, kCudaDev, kLocalRanks};
 #endif
 
 }  // namespace
 
 CommLine ParseCommLine(std::string_view m) {
 #if defined(__SSE2__)
-  if (m.size() <= kFastBytes) return ParseShort(m);
+  if (m.size() <= kFastBytes) {
+    Slots slots;
+    ParseShort(m, &slots);
+    return FromSlots(m, slots);
+  }
 #endif
   return internal::ParseCommLineByTokens(m);
+}
+
+#if defined(__SSE2__)
+// The shape of `m`, whose vector pass gave `slots`: false where it cannot be kept (more numbers
+// than a shape holds, or a field read from a token that is not a number, such as "comm (nil)").
+bool CommLineParser::Build(std::string_view m, const Slots& slots, Shape* s) {
+  std::array<uint8_t, kMaxNumbers> number_at{};
+  size_t text = 0, numbers = 0;
+  for (size_t i = 0, n = m.size(); i < n;) {
+    const size_t blanks = i;
+    while (i < n && (m[i] == ' ' || m[i] == '\t')) ++i;
+    memcpy(s->text.data() + text, m.data() + blanks, i - blanks);
+    text += i - blanks;
+    if (i == n) break;
+    const size_t token = i;
+    while (i < n && m[i] != ' ' && m[i] != '\t') ++i;
+    if (internal::IsDigitChar(m[token])) {
+      if (numbers == kMaxNumbers) return false;
+      s->fixed_end[numbers] = static_cast<uint8_t>(text);
+      number_at[numbers++] = static_cast<uint8_t>(token);
+    } else {
+      memcpy(s->text.data() + text, m.data() + token, i - token);
+      text += i - token;
+    }
+  }
+  s->fixed_end[numbers] = static_cast<uint8_t>(text);
+  s->numbers = static_cast<uint8_t>(numbers);
+  for (size_t f = 0; f < std::size(kFieldKeys); ++f) {
+    const Key k = kFieldKeys[f];
+    s->field[f] = -1;
+    if (slots.size[k] == 0) continue;
+    for (size_t j = 0; j < numbers; ++j) {
+      if (number_at[j] == slots.at[k]) s->field[f] = static_cast<int8_t>(j);
+    }
+    if (s->field[f] < 0) return false;
+  }
+  s->start = slots.start;
+  s->complete = slots.complete;
+  s->abort = slots.abort;
+  return true;
+}
+
+// Where the blanks (' ', '\t') of `m` (16 to kFastBytes bytes) are: bit i of blank[w] is byte
+// 64w + i; bytes past the end count as blanks. SSE2 compares straight over the message, the
+// last 16 bytes by a load that ends at its end (never past it).
+void BlankBits(std::string_view m, uint64_t blank[kFastBytes / 64 + 1]) {
+  const size_t n = m.size();
+  const char* const d = m.data();
+  for (size_t w = 0; w <= kFastBytes / 64; ++w) blank[w] = ~uint64_t{0};
+  auto blanks_at = [&](size_t at) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + at));
+    return uint64_t{static_cast<uint32_t>(_mm_movemask_epi8(_mm_or_si128(
+        _mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t')))))};
+  };
+  auto put = [&](size_t at, uint64_t bits) {  // 16 bits for bytes [at, at + 16), at % 16 == 0
+    const size_t shift = at % 64;
+    blank[at / 64] = (blank[at / 64] & ~(uint64_t{0xffff} << shift)) | (bits & 0xffff) << shift;
+  };
+  size_t c = 0;
+  for (; c + 16 <= n; c += 16) put(c, blanks_at(c));
+  if (c < n) put(c, blanks_at(n - 16) >> (16 - (n - c)) | uint64_t{0xffff} << (n - c));
+}
+
+// Whether `m` (with BlankBits() `blank`) has shape `s`: its fixed text, and a number (a token
+// starting with a digit, up to the next blank) where the shape has one. The fixed text around a
+// number ends and starts with a blank (or the message's start and end), so a match splits `m`
+// into the same tokens, of the same kinds, as the line the shape was made from: the vector
+// pass would go through the same steps and read its fields from the same tokens.
+bool CommLineParser::Match(const Shape& s, std::string_view m, const uint64_t* blank,
+                           CommLine* out) {
+  const size_t n = m.size();
+  const char* const d = m.data();
+  // Number i is m.substr(number_at[i], number_len[i]).
+  uint8_t number_at[kMaxNumbers], number_len[kMaxNumbers];
+  size_t p = 0, from = 0;
+  for (size_t i = 0;; ++i) {
+    const size_t len = s.fixed_end[i] - from;
+    if (n - p < len || !internal::Eq({d + p, len}, {s.text.data() + from, len})) return false;
+    p += len;
+    from = s.fixed_end[i];
+    if (i == s.numbers) break;
+    if (p == n || !internal::IsDigitChar(d[p])) return false;
+    // The number ends at the next blank: a bit scan (hex pointers and ids are 14-18 bytes; a
+    // loop over their bytes was a third of this function).
+    const size_t w = p / 64, bit = p % 64;
+    const uint64_t rest = blank[w] >> bit;  // bit 0 is p itself, a digit
+    const size_t end =
+        std::min(n, rest != 0 ? p + static_cast<size_t>(std::countr_zero(rest))
+                              : (w + 1) * 64 + static_cast<size_t>(std::countr_zero(blank[w + 1])));
+    number_at[i] = static_cast<uint8_t>(p);
+    number_len[i] = static_cast<uint8_t>(end - p);
+    p = end;
+  }
+  if (p != n) return false;
+  auto view = [&](size_t f) {
+    if (s.field[f] < 0) return std::string_view();
+    const auto k = static_cast<size_t>(static_cast<uint8_t>(s.field[f]));
+    return m.substr(number_at[k], number_len[k]);
+  };
+  // ParseInt() of a token known to start with a digit: most are one or two digits.
+  auto integer = [&](size_t f) {
+    if (s.field[f] < 0) return -1;
+    const auto k = static_cast<size_t>(static_cast<uint8_t>(s.field[f]));
+    const char* q = d + number_at[k];
+    int64_t v = q[0] - '0';
+    for (size_t j = 1; j < number_len[k]; ++j) {
+      const unsigned digit = static_cast<unsigned char>(q[j]) - unsigned{'0'};
+      if (digit > 9) break;
+      v = v * 10 + digit;
+      if (v > 1'000'000'000) return 1'000'000'000;
+    }
+    return static_cast<int>(v);
+  };
+  out->ptr = view(0);
+  out->comm_id = view(1);
+  out->bus_id = view(2);
+  out->rank = integer(3);
+  out->nranks = integer(4);
+  out->nnodes = integer(5);
+  out->cuda_dev = integer(6);
+  out->local_ranks = integer(7);
+  out->start = s.start;
+  out->complete = s.complete;
+  out->abort = s.abort;
+  return true;
+}
+#endif
+
+CommLine CommLineParser::Parse(std::string_view m) {
+#if defined(__SSE2__)
+  // Shorter than one vector load: parsed in full ("rank 0 nranks 4", NCCL 2.3, is the only
+  // such real line).
+  if (m.size() > kFastBytes || m.size() < 16) return ParseCommLine(m);
+  CommLine out;
+  if (count_ != 0) {
+    uint64_t blank[kFastBytes / 64 + 1];
+    BlankBits(m, blank);
+    for (size_t k = 0, i = last_; k < count_; ++k, i = i + 1 == count_ ? 0 : i + 1) {
+      if (Match(shapes_[i], m, blank, &out)) {
+        last_ = i;
+        ++hits_;
+        return out;
+      }
+    }
+  }
+  Slots slots;
+  const bool whole = ParseShort(m, &slots);
+  Shape shape;
+  if (whole && Build(m, slots, &shape)) {
+    shapes_[next_] = shape;
+    last_ = next_;
+    next_ = next_ + 1 == kShapes ? 0 : next_ + 1;
+    if (count_ < kShapes) ++count_;
+  }
+  return FromSlots(m, slots);
+#else
+  return ParseCommLine(m);
+#endif
 }
 
 namespace internal {

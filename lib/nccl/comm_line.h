@@ -1,6 +1,8 @@
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 // Parses the message of a communicator line. Every format from NCCL 2.2 to 2.30 is "key value"
@@ -30,6 +32,53 @@ struct CommLine {
 // a status; integers are read as ParseInt reads them (leading digits, -1 without).
 inline constexpr size_t kMaxCommLineBytes = 512;
 CommLine ParseCommLine(std::string_view m);
+
+namespace internal {
+struct CommLineSlots;  // what the vector pass found (comm_line.cc)
+}  // namespace internal
+
+// ParseCommLine() with a memory of the last few line shapes it parsed. The communicator lines
+// of one log come from a handful of printf formats, so most lines repeat the shape of an earlier
+// one: the same tokens, except the numbers (ranks, pointers, ids: tokens that start with a
+// digit). A line that matches a remembered shape is read by comparing its fixed text and
+// taking the numbers by position (46 against 70 ns a line for the vector pass, on the
+// communicator lines of bench/analyze.sh's log); any other line is
+// parsed in full and its shape remembered in place of the oldest. Same results as
+// ParseCommLine() for every input, in every order. One per analyzer (not thread-safe). Without
+// SSE2 (the vector pass that finds a new shape's fields) it is ParseCommLine().
+class CommLineParser {
+ public:
+  CommLine Parse(std::string_view m);
+  // Lines read by a remembered shape (for tests: the fast path is taken).
+  uint64_t hits() const { return hits_; }
+
+  // Longest message a shape is kept for (and the vector pass's limit); most numbers one shape
+  // holds; shapes kept.
+  static constexpr size_t kShapeBytes = 192;
+  static constexpr size_t kMaxNumbers = 24;
+  static constexpr size_t kShapes = 8;
+
+ private:
+  // A message with its numbers cut out: the fixed text between number i-1 and number i is
+  // text[fixed_end[i-1], fixed_end[i]) (from 0 for i = 0); `numbers` numbers, then the last
+  // fixed text. `field` is the number each CommLine field is read from (-1: none), in the order
+  // ptr, comm_id, bus_id, rank, nranks, nnodes, cuda_dev, local_ranks.
+  struct Shape {
+    std::array<char, kShapeBytes> text;
+    std::array<uint8_t, kMaxNumbers + 1> fixed_end;
+    std::array<int8_t, 8> field;
+    uint8_t numbers = 0;
+    bool start = false, complete = false, abort = false;
+  };
+  static bool Match(const Shape& s, std::string_view m, const uint64_t* blank, CommLine* out);
+  static bool Build(std::string_view m, const internal::CommLineSlots& slots, Shape* s);
+
+  std::array<Shape, kShapes> shapes_;
+  size_t count_ = 0;  // shapes in use
+  size_t last_ = 0;   // the one the last line matched, tried first
+  size_t next_ = 0;   // the one the next new shape replaces
+  uint64_t hits_ = 0;
+};
 
 namespace internal {
 // The reference: one token at a time. ParseCommLine() uses it for messages too long for its

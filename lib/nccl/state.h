@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "lib/nccl/analyzer.h"
+#include "lib/nccl/comm_line.h"
 #include "lib/nccl/record_scanner.h"
 
 namespace efawatch::nccl::internal {
@@ -212,6 +213,7 @@ struct State {
   bool have_last_source = false;
 
   absl::flat_hash_map<std::string, std::unique_ptr<ProcState>> procs;
+  CommLineParser comm_lines;           // reads every communicator line: remembers their shapes
   std::deque<std::string> proc_order;  // insertion order, for eviction
   std::string last_key;
   ProcState* last_proc = nullptr;

@@ -131,5 +131,49 @@ TEST(CommLineTest, AgreesWithTheTokenParserOnRandomMessages) {
   }
 }
 
+// The shape memory: lines of a few shapes with other numbers, interleaved, more shapes than it
+// keeps, some lines with a number replaced by a word or a blank added (same shape text, other
+// tokens): every result as the token parser's, and most lines read by a remembered shape.
+TEST(CommLineTest, ShapeMemoryAgreesWithTheTokenParser) {
+  const std::vector<std::string> templates = {
+      "ncclCommInitRank comm # rank # nranks # cudaDev # nvmlDev # busId # commId # - Init START",
+      "comm # rank # nranks # cudaDev # nvmlDev # busId # commId # - Init COMPLETE",
+      "comm # rank # nRanks # nNodes # localRanks # localRank # MNNVL #",
+      "comm # rank # nranks # cudaDev # busId # - Abort COMPLETE",
+      "comm # rank # nranks # - COMPLETE",
+      "comm # rank # nranks # cudaDev # busId # - Init COMPLETE [repeated #x across cluster]",
+      "rank # nranks # comm # rank # busId #",
+      "comm (nil) rank # nranks # cudaDev # busId # - Init COMPLETE",
+      "comm # rank x rank # nranks # nranks #\tbusId  # - Init START",
+      "ncclCommInitRankConfig comm # rank # nranks # busId # commId # - Init START",
+      "Init COMPLETE comm # rank # nranks # localRanks # nNodes # cudaDev # busId # commId #"};
+  const std::vector<std::string> numbers = {
+      "0",     "7",     "16", "1024",        "0x55d0c0a1b2c0",
+      "53000", "1a000", "2x", "99999999999", "0x1f2e3d4c5b6a7980",
+      "9b000", "3"};
+  std::mt19937 rng(7);
+  CommLineParser parser;
+  for (int round = 0; round < 20000; ++round) {
+    // Mostly two shapes at a time, as in a log; now and then any of them.
+    const size_t t = rng() % 10 < 8 ? (round / 500) % 2 : rng() % templates.size();
+    std::string m;
+    for (char ch : templates[t]) {
+      if (ch != '#') {
+        m += ch;
+      } else if (rng() % 50 == 0) {
+        m += rng() % 2 == 0 ? "x7" : "7 7";  // not a number / two tokens
+      } else {
+        m += numbers[rng() % numbers.size()];
+      }
+    }
+    if (rng() % 100 == 0) m += ' ';
+    ExpectSame(parser.Parse(m), internal::ParseCommLineByTokens(m), m);
+    if (HasFailure()) break;
+  }
+#if defined(__SSE2__)
+  EXPECT_GT(parser.hits(), 15000u);
+#endif
+}
+
 }  // namespace
 }  // namespace efawatch::nccl
