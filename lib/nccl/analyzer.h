@@ -62,9 +62,16 @@ class Analyzer {
   // next one whatever it holds.
   bool AwaitsContinuation(std::string_view source) const;
 
+  // What Snapshot() puts in the report besides the summary, findings and processes.
+  struct SnapshotOptions {
+    // Each process's communicators (Process::communicators): the bulk of a large job's report
+    // (tens of thousands, with their transports), which the CLI's text output does not show.
+    bool communicators = true;
+  };
   // The report for everything fed so far (processes, findings, summary). Cost grows with the
   // number of processes and communicators, not with the number of lines.
-  Report Snapshot() const;
+  Report Snapshot(SnapshotOptions options) const;
+  Report Snapshot() const { return Snapshot(SnapshotOptions{}); }
 
   const Counters& counters() const;
   const AnalyzerOptions& options() const;

@@ -884,7 +884,7 @@ Communicator CommunicatorOf(const CommState& c, const Scope& s) {
   return oc;
 }
 
-Process ProcessOf(const State& st, const Derived& d, const Scope& s) {
+Process ProcessOf(const State& st, const Derived& d, const Scope& s, bool communicators) {
   const ProcState& p = *d.p;
   Process out;
   out.host = p.host;
@@ -910,6 +910,7 @@ Process ProcessOf(const State& st, const Derived& d, const Scope& s) {
   out.settings = p.settings;
   out.warnings = p.warns.count;
   out.errors = p.error_chains.count + p.aborts.count + p.completions.count;
+  if (!communicators) return out;
   out.communicators.reserve(p.comms.size() + (p.pending.transports.empty() ? 0 : 1));
   for (const auto& c : p.comms) out.communicators.push_back(CommunicatorOf(*c, s));
   if (!p.pending.transports.empty()) {
@@ -1006,7 +1007,7 @@ void SummarizeNodes(const State& st, const std::map<int, Scope>& scopes, Summary
 
 }  // namespace
 
-Report Analyzer::Snapshot() const {
+Report Analyzer::Snapshot(SnapshotOptions options) const {
   const State& st = *state_;
   Report report;
   std::vector<Derived> derived = DeriveAll(st);
@@ -1016,7 +1017,9 @@ Report Analyzer::Snapshot() const {
   for (Derived& d : derived) ProcessFindings(st, scopes[d.scope], d, &b);
   for (const auto& ss : st.sources) SourceFindings(*ss, &b);
   report.processes.reserve(derived.size());
-  for (const Derived& d : derived) report.processes.push_back(ProcessOf(st, d, scopes[d.scope]));
+  for (const Derived& d : derived) {
+    report.processes.push_back(ProcessOf(st, d, scopes[d.scope], options.communicators));
+  }
 
   Summary& sum = report.summary;
   sum.tcp_fallback = report.Has(kTcpFallback);

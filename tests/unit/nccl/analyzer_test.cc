@@ -172,6 +172,23 @@ TEST(AnalyzerTest, AttachesEarlierChannelLinesToTheCompletedComm) {
   EXPECT_EQ(c.transports[0].first, "NET/Socket");
 }
 
+// The CLI's text output asks for no communicators: everything else is the same report.
+TEST(AnalyzerTest, SnapshotWithoutCommunicatorsKeepsTheRest) {
+  Analyzer a;
+  uint64_t n = 0;
+  for (const std::string& l : kTwoNodeSocket) a.Feed("test.log", ++n, l);
+  a.Feed("test.log", ++n, "a:1:1 [0] NCCL INFO comm 0x7efe rank 0 nranks 2 - Init COMPLETE");
+  a.Feed("test.log", ++n, "b:2:2 [0] NCCL INFO comm 0x7eff rank 1 nranks 2 - Init COMPLETE");
+  const Report full = a.Snapshot();
+  const Report lean = a.Snapshot({.communicators = false});
+  ASSERT_EQ(full.processes.size(), 2u);
+  EXPECT_EQ(full.processes[0].communicators.size(), 1u);
+  nlohmann::json want = ReportToJson(full);
+  for (auto& p : want["processes"]) p["communicators"] = nlohmann::json::array();
+  EXPECT_EQ(ReportToJson(lean), want);
+  EXPECT_FALSE(lean.findings.empty());
+}
+
 TEST(AnalyzerTest, TcpFallbackWhenTwoNodesUseSocket) {
   Report r = Analyze(kTwoNodeSocket);
   const Finding* f = FindKind(r, kTcpFallback);
