@@ -368,7 +368,7 @@ CommLine CommLineParser::Parse(std::string_view m) {
     uint64_t blank[kFastBytes / 64 + 1];
     BlankBits(m, blank);
     for (size_t k = 0, i = last_; k < count_; ++k, i = i + 1 == count_ ? 0 : i + 1) {
-      if (Match(shapes_[i], m, blank, &out)) {
+      if (Match((*shapes_)[i], m, blank, &out)) {
         last_ = i;
         ++hits_;
         return out;
@@ -379,7 +379,8 @@ CommLine CommLineParser::Parse(std::string_view m) {
   const bool whole = ParseShort(m, &slots);
   Shape shape;
   if (whole && Build(m, slots, &shape)) {
-    shapes_[next_] = shape;
+    if (shapes_ == nullptr) shapes_ = std::make_unique<std::array<Shape, kShapes>>();
+    (*shapes_)[next_] = shape;
     last_ = next_;
     next_ = next_ + 1 == kShapes ? 0 : next_ + 1;
     if (count_ < kShapes) ++count_;

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 // Parses the message of a communicator line. Every format from NCCL 2.2 to 2.30 is "key value"
@@ -73,7 +74,9 @@ class CommLineParser {
   static bool Match(const Shape& s, std::string_view m, const uint64_t* blank, CommLine* out);
   static bool Build(std::string_view m, const internal::CommLineSlots& slots, Shape* s);
 
-  std::array<Shape, kShapes> shapes_;
+  // Allocated with the first shape: the agent keeps an analyzer per pod, and most pods print
+  // no communicator line.
+  std::unique_ptr<std::array<Shape, kShapes>> shapes_;
   size_t count_ = 0;  // shapes in use
   size_t last_ = 0;   // the one the last line matched, tried first
   size_t next_ = 0;   // the one the next new shape replaces
