@@ -105,6 +105,15 @@ EFAWATCH_ALWAYS_INLINE uint64_t WordAt(const char* p, size_t len) {
 }
 constexpr uint64_t kComplete = WordOf("COMPLETE");
 
+// The first blank in a word after word `w` of a blank bitmap whose last word is all blanks: a
+// token may span several words (one of over 64 bytes: no real line has one, a fuzzer's may).
+EFAWATCH_ALWAYS_INLINE size_t NextBlankAfterWord(const uint64_t* blank, size_t w) {
+  do {
+    ++w;
+  } while (blank[w] == 0);
+  return w * 64 + static_cast<size_t>(std::countr_zero(blank[w]));
+}
+
 #endif
 
 using Slots = internal::CommLineSlots;
@@ -182,8 +191,8 @@ bool ParseShort(std::string_view m, Slots* out) {
       size_t end;
       if (const uint64_t rest = blank[w] >> bit; rest != 0) {
         end = pos + static_cast<size_t>(std::countr_zero(rest));
-      } else {  // the token runs into the next word, which the padding ends with a blank
-        end = (w + 1) * 64 + static_cast<size_t>(std::countr_zero(blank[w + 1]));
+      } else {  // the token runs into a later word; the padding word is all blanks
+        end = NextBlankAfterWord(blank, w);
       }
       const size_t len = end - pos;
       const bool is_digit = ((digit[w] >> bit) & 1) != 0;
@@ -316,9 +325,8 @@ bool CommLineParser::Match(const Shape& s, std::string_view m, const uint64_t* b
     // loop over their bytes was a third of this function).
     const size_t w = p / 64, bit = p % 64;
     const uint64_t rest = blank[w] >> bit;  // bit 0 is p itself, a digit
-    const size_t end =
-        std::min(n, rest != 0 ? p + static_cast<size_t>(std::countr_zero(rest))
-                              : (w + 1) * 64 + static_cast<size_t>(std::countr_zero(blank[w + 1])));
+    const size_t end = std::min(n, rest != 0 ? p + static_cast<size_t>(std::countr_zero(rest))
+                                             : NextBlankAfterWord(blank, w));
     number_at[i] = static_cast<uint8_t>(p);
     number_len[i] = static_cast<uint8_t>(end - p);
     p = end;

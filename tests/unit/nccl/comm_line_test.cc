@@ -115,7 +115,9 @@ TEST(CommLineTest, AgreesWithTheTokenParserOnRandomMessages) {
       "7", "16", "1e0", "x", "nvmlDev", "MNNVL", "localRanksX", "ncclCommInitRank", "comm0",
       "99999999999",
       // a key's length and first eight bytes, not the key
-      "localRankz", "localRan"};
+      "localRankz", "localRan",
+      // tokens spanning two and three of the vector pass's 64-byte words
+      std::string(70, '7'), "0x" + std::string(140, 'f')};
   std::mt19937 rng(2026);
   for (int round = 0; round < 20000; ++round) {
     std::string m;
@@ -151,6 +153,8 @@ TEST(CommLineTest, ShapeMemoryAgreesWithTheTokenParser) {
       "0",     "7",     "16", "1024",        "0x55d0c0a1b2c0",
       "53000", "1a000", "2x", "99999999999", "0x1f2e3d4c5b6a7980",
       "9b000", "3"};
+  // A number spanning three of the vector pass's 64-byte words, now and then.
+  const std::string long_number = "1" + std::string(130, 'a');
   std::mt19937 rng(7);
   CommLineParser parser;
   for (int round = 0; round < 20000; ++round) {
@@ -163,7 +167,7 @@ TEST(CommLineTest, ShapeMemoryAgreesWithTheTokenParser) {
       } else if (rng() % 50 == 0) {
         m += rng() % 2 == 0 ? "x7" : "7 7";  // not a number / two tokens
       } else {
-        m += numbers[rng() % numbers.size()];
+        m += rng() % 200 == 0 ? long_number : numbers[rng() % numbers.size()];
       }
     }
     if (rng() % 100 == 0) m += ' ';
@@ -171,7 +175,7 @@ TEST(CommLineTest, ShapeMemoryAgreesWithTheTokenParser) {
     if (HasFailure()) break;
   }
 #if defined(__SSE2__)
-  EXPECT_GT(parser.hits(), 15000u);
+  EXPECT_GT(parser.hits(), 12000u);
 #endif
 }
 
