@@ -114,8 +114,6 @@ EFAWATCH_ALWAYS_INLINE size_t NextBlankAfterWord(const uint64_t* blank, size_t w
   return w * 64 + static_cast<size_t>(std::countr_zero(blank[w]));
 }
 
-#endif
-
 using Slots = internal::CommLineSlots;
 
 CommLine FromSlots(std::string_view m, const Slots& s) {
@@ -136,7 +134,6 @@ CommLine FromSlots(std::string_view m, const Slots& s) {
   return out;
 }
 
-#if defined(__SSE2__)
 // ParseCommLine() for a message of at most kFastBytes: the message is copied into a buffer
 // padded with blanks, one pass of SSE2 compares marks its blanks and digits, and the loop
 // visits tokens by bit scans. Only tokens that do not start with a digit are classified (the
