@@ -241,8 +241,8 @@ CommLine ParseCommLine(std::string_view m) {
 #if defined(__SSE2__)
 // The shape of `m`, whose vector pass gave `slots`: false where it cannot be kept (more numbers
 // than a shape holds, or a field read from a token that is not a number, such as "comm (nil)").
-bool CommLineParser::Build(std::string_view m, const Slots& slots, Shape* s) {
-  std::array<uint8_t, kMaxNumbers> number_at{};
+bool CommLineParser::Build(std::string_view m, const Slots& slots, Shape* s, Numbers* nums) {
+  const uint8_t* number_at = nums->at;
   size_t text = 0, numbers = 0;
   for (size_t i = 0, n = m.size(); i < n;) {
     const size_t blanks = i;
@@ -255,7 +255,8 @@ bool CommLineParser::Build(std::string_view m, const Slots& slots, Shape* s) {
     if (internal::IsDigitChar(m[token])) {
       if (numbers == kMaxNumbers) return false;
       s->fixed_end[numbers] = static_cast<uint8_t>(text);
-      number_at[numbers++] = static_cast<uint8_t>(token);
+      nums->at[numbers] = static_cast<uint8_t>(token);
+      nums->len[numbers++] = static_cast<uint8_t>(i - token);
     } else {
       memcpy(s->text.data() + text, m.data() + token, i - token);
       text += i - token;
@@ -305,11 +306,9 @@ void BlankBits(std::string_view m, uint64_t blank[kFastBytes / 64 + 1]) {
 // into the same tokens, of the same kinds, as the line the shape was made from: the vector
 // pass would go through the same steps and read its fields from the same tokens.
 bool CommLineParser::Match(const Shape& s, std::string_view m, const uint64_t* blank,
-                           CommLine* out) {
+                           Numbers* nums) {
   const size_t n = m.size();
   const char* const d = m.data();
-  // Number i is m.substr(number_at[i], number_len[i]).
-  uint8_t number_at[kMaxNumbers], number_len[kMaxNumbers];
   size_t p = 0, from = 0;
   for (size_t i = 0;; ++i) {
     const size_t len = s.fixed_end[i] - from;
@@ -324,23 +323,60 @@ bool CommLineParser::Match(const Shape& s, std::string_view m, const uint64_t* b
     const uint64_t rest = blank[w] >> bit;  // bit 0 is p itself, a digit
     const size_t end = std::min(n, rest != 0 ? p + static_cast<size_t>(std::countr_zero(rest))
                                              : NextBlankAfterWord(blank, w));
-    number_at[i] = static_cast<uint8_t>(p);
-    number_len[i] = static_cast<uint8_t>(end - p);
+    nums->at[i] = static_cast<uint8_t>(p);
+    nums->len[i] = static_cast<uint8_t>(end - p);
     p = end;
   }
-  if (p != n) return false;
+  return p == n;
+}
+
+// Whether `m`, as long as s.last, differs from it only where SameButNumbers() in the header
+// says. 16 bytes at a time: the bytes that differ, that are blanks, that are no digits.
+bool CommLineParser::SameButNumbers(const Shape& s, std::string_view m) {
+  const size_t n = m.size();
+  const char* const a = m.data();
+  const char* const b = s.last.data();
+  // Bytes [at + drop, at + 16) against the masks at bit (at + drop) % 64 of their word.
+  auto chunk = [&](size_t at, unsigned drop) {
+    const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + at));
+    const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + at));
+    const __m128i off = _mm_sub_epi8(va, _mm_set1_epi8('0'));
+    const auto bits = [](__m128i v) { return static_cast<uint32_t>(_mm_movemask_epi8(v)); };
+    const uint32_t differ = ~bits(_mm_cmpeq_epi8(va, vb)) & 0xffff;
+    if (differ >> drop == 0) return true;
+    const uint32_t blank = bits(_mm_or_si128(_mm_cmpeq_epi8(va, _mm_set1_epi8(' ')),
+                                             _mm_cmpeq_epi8(va, _mm_set1_epi8('\t'))));
+    const uint32_t digit = bits(_mm_cmpeq_epi8(_mm_min_epu8(off, _mm_set1_epi8(9)), off));
+    const size_t pos = at + drop;
+    const auto inside = static_cast<uint32_t>(s.inside[pos / 64] >> (pos % 64)) << drop;
+    const auto first = static_cast<uint32_t>(s.first[pos / 64] >> (pos % 64)) << drop;
+    const uint32_t bad = (differ & ~inside) | (differ & blank) | (differ & first & ~digit);
+    return (bad & 0xffff) >> drop == 0;
+  };
+  size_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    if (!chunk(c, 0)) return false;
+  }
+  // The last bytes by a load that ends at the message's end: its first 16 - (n - c) bytes were
+  // checked already.
+  return c == n || chunk(n - 16, static_cast<unsigned>(16 - (n - c)));
+}
+
+CommLine CommLineParser::Read(const Shape& s, std::string_view m, const uint8_t* at,
+                              const uint8_t* len) {
+  CommLine out;
   auto view = [&](size_t f) {
     if (s.field[f] < 0) return std::string_view();
     const auto k = static_cast<size_t>(static_cast<uint8_t>(s.field[f]));
-    return m.substr(number_at[k], number_len[k]);
+    return m.substr(at[k], len[k]);
   };
   // ParseInt() of a token known to start with a digit: most are one or two digits.
   auto integer = [&](size_t f) {
     if (s.field[f] < 0) return -1;
     const auto k = static_cast<size_t>(static_cast<uint8_t>(s.field[f]));
-    const char* q = d + number_at[k];
+    const char* q = m.data() + at[k];
     int64_t v = q[0] - '0';
-    for (size_t j = 1; j < number_len[k]; ++j) {
+    for (size_t j = 1; j < len[k]; ++j) {
       const unsigned digit = static_cast<unsigned char>(q[j]) - unsigned{'0'};
       if (digit > 9) break;
       v = v * 10 + digit;
@@ -348,18 +384,33 @@ bool CommLineParser::Match(const Shape& s, std::string_view m, const uint64_t* b
     }
     return static_cast<int>(v);
   };
-  out->ptr = view(0);
-  out->comm_id = view(1);
-  out->bus_id = view(2);
-  out->rank = integer(3);
-  out->nranks = integer(4);
-  out->nnodes = integer(5);
-  out->cuda_dev = integer(6);
-  out->local_ranks = integer(7);
-  out->start = s.start;
-  out->complete = s.complete;
-  out->abort = s.abort;
-  return true;
+  out.ptr = view(0);
+  out.comm_id = view(1);
+  out.bus_id = view(2);
+  out.rank = integer(3);
+  out.nranks = integer(4);
+  out.nnodes = integer(5);
+  out.cuda_dev = integer(6);
+  out.local_ranks = integer(7);
+  out.start = s.start;
+  out.complete = s.complete;
+  out.abort = s.abort;
+  return out;
+}
+
+void CommLineParser::Remember(Shape* s, std::string_view m, const Numbers& nums) {
+  memcpy(s->last.data(), m.data(), m.size());
+  s->last_size = m.size();
+  s->inside = {};
+  s->first = {};
+  for (size_t i = 0; i < s->numbers; ++i) {
+    s->number_at[i] = nums.at[i];
+    s->number_len[i] = nums.len[i];
+    s->first[nums.at[i] / 64] |= uint64_t{1} << (nums.at[i] % 64);
+    for (size_t k = nums.at[i]; k < size_t{nums.at[i]} + nums.len[i]; ++k) {
+      s->inside[k / 64] |= uint64_t{1} << (k % 64);
+    }
+  }
 }
 #endif
 
@@ -368,23 +419,33 @@ CommLine CommLineParser::Parse(std::string_view m) {
   // Shorter than one vector load: parsed in full ("rank 0 nranks 4", NCCL 2.3, is the only
   // such real line).
   if (m.size() > kFastBytes || m.size() < 16) return ParseCommLine(m);
-  CommLine out;
+  Numbers nums;
   if (count_ != 0) {
+    // Most lines: the last shape again, numbers of the same lengths.
+    Shape& recent = (*shapes_)[last_];
+    if (m.size() == recent.last_size && SameButNumbers(recent, m)) {
+      memcpy(recent.last.data(), m.data(), m.size());
+      ++hits_;
+      return Read(recent, m, recent.number_at.data(), recent.number_len.data());
+    }
     uint64_t blank[kFastBytes / 64 + 1];
     BlankBits(m, blank);
     for (size_t k = 0, i = last_; k < count_; ++k, i = i + 1 == count_ ? 0 : i + 1) {
-      if (Match((*shapes_)[i], m, blank, &out)) {
+      Shape& s = (*shapes_)[i];
+      if (Match(s, m, blank, &nums)) {
+        Remember(&s, m, nums);
         last_ = i;
         ++hits_;
-        return out;
+        return Read(s, m, nums.at, nums.len);
       }
     }
   }
   Slots slots;
   const bool whole = ParseShort(m, &slots);
   Shape shape;
-  if (whole && Build(m, slots, &shape)) {
+  if (whole && Build(m, slots, &shape, &nums)) {
     if (shapes_ == nullptr) shapes_ = std::make_unique<std::array<Shape, kShapes>>();
+    Remember(&shape, m, nums);
     (*shapes_)[next_] = shape;
     last_ = next_;
     next_ = next_ + 1 == kShapes ? 0 : next_ + 1;

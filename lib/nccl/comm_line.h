@@ -42,9 +42,10 @@ struct CommLineSlots;  // what the vector pass found (comm_line.cc)
 // of one log come from a handful of printf formats, so most lines repeat the shape of an earlier
 // one: the same tokens, except the numbers (ranks, pointers, ids: tokens that start with a
 // digit). A line that matches a remembered shape is read by comparing its fixed text and
-// taking the numbers by position (46 against 70 ns a line for the vector pass, on the
-// communicator lines of bench/analyze.sh's log); any other line is
-// parsed in full and its shape remembered in place of the oldest. Same results as
+// taking the numbers by position, or, when it is as long as the last line of that shape, by
+// comparing the two (on the communicator lines of bench/analyze.sh's log 20 ns a line, against
+// 46 for the fixed text alone and 70 for the vector pass); any other line is parsed in full and
+// its shape remembered in place of the oldest. Same results as
 // ParseCommLine() for every input, in every order. One per analyzer (not thread-safe). Without
 // SSE2 (the vector pass that finds a new shape's fields) it is ParseCommLine().
 class CommLineParser {
@@ -64,15 +65,34 @@ class CommLineParser {
   // text[fixed_end[i-1], fixed_end[i]) (from 0 for i = 0); `numbers` numbers, then the last
   // fixed text. `field` is the number each CommLine field is read from (-1: none), in the order
   // ptr, comm_id, bus_id, rank, nranks, nnodes, cuda_dev, local_ranks.
+  //
+  // `last` is the last line read by this shape: where its numbers are, which bytes they cover
+  // (`inside`, bit i of word w: byte 64w + i) and which bytes start one (`first`). A next line
+  // of the same length that differs from it only inside numbers (and there not by a blank, nor
+  // by a first byte that is no digit) has the same tokens of the same kinds: it is read with a
+  // few vector compares, without walking the fixed text.
   struct Shape {
     std::array<char, kShapeBytes> text;
     std::array<uint8_t, kMaxNumbers + 1> fixed_end;
     std::array<int8_t, 8> field;
     uint8_t numbers = 0;
     bool start = false, complete = false, abort = false;
+    std::array<char, kShapeBytes> last;
+    std::array<uint8_t, kMaxNumbers> number_at, number_len;
+    std::array<uint64_t, kShapeBytes / 64> inside, first;
+    size_t last_size = 0;
   };
-  static bool Match(const Shape& s, std::string_view m, const uint64_t* blank, CommLine* out);
-  static bool Build(std::string_view m, const internal::CommLineSlots& slots, Shape* s);
+  // Where a line's numbers are: number i is line.substr(at[i], len[i]).
+  struct Numbers {
+    uint8_t at[kMaxNumbers];
+    uint8_t len[kMaxNumbers];
+  };
+  static bool Match(const Shape& s, std::string_view m, const uint64_t* blank, Numbers* nums);
+  static bool SameButNumbers(const Shape& s, std::string_view m);
+  static CommLine Read(const Shape& s, std::string_view m, const uint8_t* at, const uint8_t* len);
+  static void Remember(Shape* s, std::string_view m, const Numbers& nums);
+  static bool Build(std::string_view m, const internal::CommLineSlots& slots, Shape* s,
+                    Numbers* nums);
 
   // Allocated with the first shape: the agent keeps an analyzer per pod, and most pods print
   // no communicator line.

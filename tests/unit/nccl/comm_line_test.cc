@@ -179,5 +179,30 @@ TEST(CommLineTest, ShapeMemoryAgreesWithTheTokenParser) {
 #endif
 }
 
+// A line as long as the last one of its shape is compared with it byte for byte: it may differ
+// only inside numbers, and not by a blank (which splits a token) or a first byte that is no
+// digit (a word, not a number).
+TEST(CommLineTest, ShapeMemoryComparesSameLengthLinesByteForByte) {
+  CommLineParser parser;
+  for (const char* m : {
+           "comm 0x7f00aa000000 rank 12 nranks 16 cudaDev 4 busId 1a000 - Init START",
+           "comm 0x7f00aa000100 rank 13 nranks 16 cudaDev 5 busId 1b000 - Init START",
+           "comm 0x7f00aa000100 rank 13 nranks 16 cudaDev 5 busId 1 000 - Init START",
+           "comm 0x7f00aa000100 rank 13 nranks 16 cudaDev 5 busId 1b000 - Init START",
+           "comm 0x7f00aa0001 0 rank 13 nranks 16 cudaDev 5 busId 1b000 - Init START",
+           "comm 0x7f00aa000100 rank 13 nranks 16 cudaDev 5 busId 1b000 - Init START",
+           "comm 0x7f00aa000100 rank x3 nranks 16 cudaDev 5 busId 1b000 - Init START",
+           "comm 0x7f00aa000100 rank 14 nranks 16 cudaDev 5 busId 1b000 - Init START",
+           "comm 0x7f00aa000100 rank 14 nranks 16 cudaDev 5 busId 1b000 - Init STARX",
+           "comm 0x7f00aa000100 rank 15 nranks 16 cudaDev 5 busId 1b000 - Init START",
+           "comm 0x7f00aa000100 rank 15 nranks 16 cudaDev 5 busId\t1b000 - Init START",
+       }) {
+    ExpectSame(parser.Parse(m), internal::ParseCommLineByTokens(m), m);
+  }
+#if defined(__SSE2__)
+  EXPECT_GE(parser.hits(), 3u);
+#endif
+}
+
 }  // namespace
 }  // namespace efawatch::nccl
