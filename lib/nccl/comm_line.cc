@@ -105,6 +105,18 @@ EFAWATCH_ALWAYS_INLINE uint64_t WordAt(const char* p, size_t len) {
 }
 constexpr uint64_t kComplete = WordOf("COMPLETE");
 
+// One bit per byte of `v`: the blanks (' ', '\t') and the digits. Shared by the vector pass,
+// BlankBits() and SameButNumbers().
+EFAWATCH_ALWAYS_INLINE uint32_t BlankBytes(__m128i v) {
+  return static_cast<uint32_t>(_mm_movemask_epi8(
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t')))));
+}
+EFAWATCH_ALWAYS_INLINE uint32_t DigitBytes(__m128i v) {
+  const __m128i off = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+  return static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(off, _mm_set1_epi8(9)), off)));
+}
+
 // The first blank in a word after word `w` of a blank bitmap whose last word is all blanks: a
 // token may span several words (one of over 64 bytes: no real line has one, a fuzzer's may).
 EFAWATCH_ALWAYS_INLINE size_t NextBlankAfterWord(const uint64_t* blank, size_t w) {
@@ -158,12 +170,8 @@ bool ParseShort(std::string_view m, Slots* out) {
     uint64_t b = 0, d = 0;
     for (size_t k = 0; k < 64; k += 16) {
       const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(buf + w * 64 + k));
-      const __m128i bl = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
-                                      _mm_cmpeq_epi8(v, _mm_set1_epi8('\t')));
-      const __m128i off = _mm_sub_epi8(v, _mm_set1_epi8('0'));
-      const __m128i dg = _mm_cmpeq_epi8(_mm_min_epu8(off, _mm_set1_epi8(9)), off);
-      b |= uint64_t{static_cast<uint32_t>(_mm_movemask_epi8(bl))} << k;
-      d |= uint64_t{static_cast<uint32_t>(_mm_movemask_epi8(dg))} << k;
+      b |= uint64_t{BlankBytes(v)} << k;
+      d |= uint64_t{DigitBytes(v)} << k;
     }
     blank[w] = b;
     digit[w] = d;
@@ -242,7 +250,6 @@ CommLine ParseCommLine(std::string_view m) {
 // The shape of `m`, whose vector pass gave `slots`: false where it cannot be kept (more numbers
 // than a shape holds, or a field read from a token that is not a number, such as "comm (nil)").
 bool CommLineParser::Build(std::string_view m, const Slots& slots, Shape* s, Numbers* nums) {
-  const uint8_t* number_at = nums->at;
   size_t text = 0, numbers = 0;
   for (size_t i = 0, n = m.size(); i < n;) {
     const size_t blanks = i;
@@ -269,7 +276,7 @@ bool CommLineParser::Build(std::string_view m, const Slots& slots, Shape* s, Num
     s->field[f] = -1;
     if (slots.size[k] == 0) continue;
     for (size_t j = 0; j < numbers; ++j) {
-      if (number_at[j] == slots.at[k]) s->field[f] = static_cast<int8_t>(j);
+      if (nums->at[j] == slots.at[k]) s->field[f] = static_cast<int8_t>(j);
     }
     if (s->field[f] < 0) return false;
   }
@@ -287,9 +294,7 @@ void BlankBits(std::string_view m, uint64_t blank[kFastBytes / 64 + 1]) {
   const char* const d = m.data();
   for (size_t w = 0; w <= kFastBytes / 64; ++w) blank[w] = ~uint64_t{0};
   auto blanks_at = [&](size_t at) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + at));
-    return uint64_t{static_cast<uint32_t>(_mm_movemask_epi8(_mm_or_si128(
-        _mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t')))))};
+    return uint64_t{BlankBytes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d + at)))};
   };
   auto put = [&](size_t at, uint64_t bits) {  // 16 bits for bytes [at, at + 16), at % 16 == 0
     const size_t shift = at % 64;
@@ -340,13 +345,11 @@ bool CommLineParser::SameButNumbers(const Shape& s, std::string_view m) {
   auto chunk = [&](size_t at, unsigned drop) {
     const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + at));
     const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + at));
-    const __m128i off = _mm_sub_epi8(va, _mm_set1_epi8('0'));
-    const auto bits = [](__m128i v) { return static_cast<uint32_t>(_mm_movemask_epi8(v)); };
-    const uint32_t differ = ~bits(_mm_cmpeq_epi8(va, vb)) & 0xffff;
+    const uint32_t differ =
+        ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(va, vb))) & 0xffff;
     if (differ >> drop == 0) return true;
-    const uint32_t blank = bits(_mm_or_si128(_mm_cmpeq_epi8(va, _mm_set1_epi8(' ')),
-                                             _mm_cmpeq_epi8(va, _mm_set1_epi8('\t'))));
-    const uint32_t digit = bits(_mm_cmpeq_epi8(_mm_min_epu8(off, _mm_set1_epi8(9)), off));
+    const uint32_t blank = BlankBytes(va);
+    const uint32_t digit = DigitBytes(va);
     const size_t pos = at + drop;
     const auto inside = static_cast<uint32_t>(s.inside[pos / 64] >> (pos % 64)) << drop;
     const auto first = static_cast<uint32_t>(s.first[pos / 64] >> (pos % 64)) << drop;
@@ -362,28 +365,14 @@ bool CommLineParser::SameButNumbers(const Shape& s, std::string_view m) {
   return c == n || chunk(n - 16, static_cast<unsigned>(16 - (n - c)));
 }
 
-CommLine CommLineParser::Read(const Shape& s, std::string_view m, const uint8_t* at,
-                              const uint8_t* len) {
+CommLine CommLineParser::Read(const Shape& s, std::string_view m, const Numbers& nums) {
   CommLine out;
   auto view = [&](size_t f) {
     if (s.field[f] < 0) return std::string_view();
     const auto k = static_cast<size_t>(static_cast<uint8_t>(s.field[f]));
-    return m.substr(at[k], len[k]);
+    return m.substr(nums.at[k], nums.len[k]);
   };
-  // ParseInt() of a token known to start with a digit: most are one or two digits.
-  auto integer = [&](size_t f) {
-    if (s.field[f] < 0) return -1;
-    const auto k = static_cast<size_t>(static_cast<uint8_t>(s.field[f]));
-    const char* q = m.data() + at[k];
-    int64_t v = q[0] - '0';
-    for (size_t j = 1; j < len[k]; ++j) {
-      const unsigned digit = static_cast<unsigned char>(q[j]) - unsigned{'0'};
-      if (digit > 9) break;
-      v = v * 10 + digit;
-      if (v > 1'000'000'000) return 1'000'000'000;
-    }
-    return static_cast<int>(v);
-  };
+  auto integer = [&](size_t f) { return s.field[f] < 0 ? -1 : internal::ParseInt(view(f)); };
   out.ptr = view(0);
   out.comm_id = view(1);
   out.bus_id = view(2);
@@ -403,9 +392,8 @@ void CommLineParser::Remember(Shape* s, std::string_view m, const Numbers& nums)
   s->last_size = m.size();
   s->inside = {};
   s->first = {};
+  s->last_numbers = nums;
   for (size_t i = 0; i < s->numbers; ++i) {
-    s->number_at[i] = nums.at[i];
-    s->number_len[i] = nums.len[i];
     s->first[nums.at[i] / 64] |= uint64_t{1} << (nums.at[i] % 64);
     for (size_t k = nums.at[i]; k < size_t{nums.at[i]} + nums.len[i]; ++k) {
       s->inside[k / 64] |= uint64_t{1} << (k % 64);
@@ -426,7 +414,7 @@ CommLine CommLineParser::Parse(std::string_view m) {
     if (m.size() == recent.last_size && SameButNumbers(recent, m)) {
       memcpy(recent.last.data(), m.data(), m.size());
       ++hits_;
-      return Read(recent, m, recent.number_at.data(), recent.number_len.data());
+      return Read(recent, m, recent.last_numbers);
     }
     uint64_t blank[kFastBytes / 64 + 1];
     BlankBits(m, blank);
@@ -436,7 +424,7 @@ CommLine CommLineParser::Parse(std::string_view m) {
         Remember(&s, m, nums);
         last_ = i;
         ++hits_;
-        return Read(s, m, nums.at, nums.len);
+        return Read(s, m, nums);
       }
     }
   }

@@ -43,7 +43,7 @@ struct CommLineSlots;  // what the vector pass found (comm_line.cc)
 // one: the same tokens, except the numbers (ranks, pointers, ids: tokens that start with a
 // digit). A line that matches a remembered shape is read by comparing its fixed text and
 // taking the numbers by position, or, when it is as long as the last line of that shape, by
-// comparing the two (on the communicator lines of bench/analyze.sh's log 20 ns a line, against
+// comparing the two (on the communicator lines of bench/analyze.sh's log 24 ns a line, against
 // 46 for the fixed text alone and 70 for the vector pass); any other line is parsed in full and
 // its shape remembered in place of the oldest. Same results as
 // ParseCommLine() for every input, in every order. One per analyzer (not thread-safe). Without
@@ -61,6 +61,11 @@ class CommLineParser {
   static constexpr size_t kShapes = 8;
 
  private:
+  // Where a line's numbers are: number i is line.substr(at[i], len[i]).
+  struct Numbers {
+    uint8_t at[kMaxNumbers];
+    uint8_t len[kMaxNumbers];
+  };
   // A message with its numbers cut out: the fixed text between number i-1 and number i is
   // text[fixed_end[i-1], fixed_end[i]) (from 0 for i = 0); `numbers` numbers, then the last
   // fixed text. `field` is the number each CommLine field is read from (-1: none), in the order
@@ -78,18 +83,13 @@ class CommLineParser {
     uint8_t numbers = 0;
     bool start = false, complete = false, abort = false;
     std::array<char, kShapeBytes> last;
-    std::array<uint8_t, kMaxNumbers> number_at, number_len;
+    Numbers last_numbers;
     std::array<uint64_t, kShapeBytes / 64> inside, first;
     size_t last_size = 0;
   };
-  // Where a line's numbers are: number i is line.substr(at[i], len[i]).
-  struct Numbers {
-    uint8_t at[kMaxNumbers];
-    uint8_t len[kMaxNumbers];
-  };
   static bool Match(const Shape& s, std::string_view m, const uint64_t* blank, Numbers* nums);
   static bool SameButNumbers(const Shape& s, std::string_view m);
-  static CommLine Read(const Shape& s, std::string_view m, const uint8_t* at, const uint8_t* len);
+  static CommLine Read(const Shape& s, std::string_view m, const Numbers& nums);
   static void Remember(Shape* s, std::string_view m, const Numbers& nums);
   static bool Build(std::string_view m, const internal::CommLineSlots& slots, Shape* s,
                     Numbers* nums);
