@@ -7,11 +7,14 @@
 
 namespace efawatch::cli {
 
+void AddFormatOption(CLI::App* command, std::string& format) {
+  command->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
+}
+
 void AddAnalyzeCommand(CLI::App& app, AnalyzeCommand& cmd, int& exit_code) {
   auto* analyze =
       app.add_subcommand("analyze", "Analyze NCCL_DEBUG=INFO logs (plain, CRI, docker json, .gz)");
-  analyze->add_option("--format", cmd.format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  AddFormatOption(analyze, cmd.format);
   analyze
       ->add_option("--threads", cmd.threads,
                    "parts of a large file analyzed at once (0: one per CPU for files >= 32 MiB)")

@@ -20,6 +20,9 @@ struct AnalyzeCommand {
   std::unique_ptr<nccl::Analyzer> analyzer;  // kept until exit (cli/analyze.h)
 };
 
+// The `--format text|json` option every command has.
+void AddFormatOption(CLI::App* command, std::string& format);
+
 void AddAnalyzeCommand(CLI::App& app, AnalyzeCommand& cmd, int& exit_code);
 
 // Parses `argv` with `app`, whose callbacks run the chosen command and set `exit_code`, and

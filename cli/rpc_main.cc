@@ -66,8 +66,7 @@ void AddDoctorCommand(CLI::App& app, efawatch::cli::DoctorArgs& args,
       "EFA and NCCL");
   doctor->add_option("--root", args.root, "a mounted image or node filesystem");
   doctor->add_option("--pid", args.pid, "a running process (from the host: needs root)");
-  doctor->add_option("--format", args.format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  efawatch::cli::AddFormatOption(doctor, args.format);
   AddConnectionFlags(doctor, conn, /*agent_required=*/false);
   doctor->callback([&] {
     exit_code = conn.address.empty()
@@ -89,8 +88,7 @@ void AddVersionCommand(CLI::App& app) {
 void AddStatusCommand(CLI::App& app, AgentCommand& cmd, int& exit_code) {
   auto* status = app.add_subcommand("status", "Show an agent's node health");
   AddConnectionFlags(status, cmd.conn);
-  status->add_option("--format", cmd.format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  efawatch::cli::AddFormatOption(status, cmd.format);
   status->callback(
       [&] { exit_code = efawatch::cli::RunStatus(cmd.conn, cmd.format, std::cout, std::cerr); });
 }
@@ -103,7 +101,7 @@ void AddPingCommand(CLI::App& app, ProbeCommand<efawatch::cli::PingArgs>& cmd, i
   ping->add_option("--size", cmd.args.size, "Bytes per message (default 64)");
   ping->add_option("--deadline-ms", cmd.args.deadline_ms, "Whole probe (default 10000)");
   ping->add_option("--message-timeout-ms", cmd.args.timeout_ms, "Per message (default 1000)");
-  ping->add_option("--format", cmd.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  efawatch::cli::AddFormatOption(ping, cmd.format);
   ping->callback([&] {
     exit_code = efawatch::cli::RunPing(cmd.conn, cmd.args, cmd.format, std::cout, std::cerr);
   });
@@ -122,7 +120,7 @@ void AddBandwidthCommand(CLI::App& app, ProbeCommand<efawatch::cli::BandwidthArg
   bw->add_option("--window", cmd.args.window, "Messages in flight (default 16)");
   bw->add_option("--ms-per-size", cmd.args.ms_per_size, "Time per size (default 200)");
   bw->add_option("--deadline-ms", cmd.args.deadline_ms, "Whole probe (default 30000)");
-  bw->add_option("--format", cmd.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  efawatch::cli::AddFormatOption(bw, cmd.format);
   bw->callback([&] {
     exit_code = efawatch::cli::RunBandwidth(cmd.conn, cmd.args, cmd.format, std::cout, std::cerr);
   });
@@ -145,7 +143,7 @@ void AddCollectiveCommand(CLI::App& app, ProbeCommand<efawatch::cli::CollectiveA
   coll->add_option("--warmup", cmd.args.warmup, "Untimed iterations per size (default 2)");
   coll->add_option("--iters", cmd.args.iters, "Timed iterations per size (default 10)");
   coll->add_option("--deadline-ms", cmd.args.deadline_ms, "Whole probe (default 60000)");
-  coll->add_option("--format", cmd.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  efawatch::cli::AddFormatOption(coll, cmd.format);
   coll->callback([&] {
     exit_code = efawatch::cli::RunCollective(cmd.conn, cmd.args, cmd.format, std::cout, std::cerr);
   });
