@@ -333,6 +333,7 @@ absl::Status App::CreateGrpc() {
         "RPC (docs/security.md)");
   }
   gopts.max_watch_streams = config_.max_watch_streams;
+  gopts.limits = config_.grpc_limits;
   auto grpc = rpc::GrpcEdge::Create(gopts, this);
   if (!grpc.ok()) return grpc.status();
   grpc_ = std::move(*grpc);
@@ -342,6 +343,7 @@ absl::Status App::CreateGrpc() {
 absl::Status App::CreateMetrics() {
   exporter::PrometheusEdgeOptions mopts;
   mopts.listen = config_.metrics_listen;
+  mopts.limits = config_.metrics_limits;
   mopts.tls = {.cert_file = config_.metrics_tls_cert,
                .key_file = config_.metrics_tls_key,
                .client_ca_file = config_.metrics_tls_client_ca,
@@ -358,7 +360,8 @@ absl::Status App::CreateMetrics() {
   if (signals_) collectors.push_back(signals_.get());
   collectors.push_back(doctor_.get());
   collectors.push_back(&grpc_->denial_collector());
-  limits_collector_ = std::make_unique<rpc::LimitsCollector>(grpc_->counters(), memory_budget_);
+  limits_collector_ = std::make_unique<rpc::LimitsCollector>(
+      grpc_->counters(), grpc_->gate_counters(), memory_budget_);
   collectors.push_back(limits_collector_.get());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();

@@ -140,12 +140,37 @@ const std::vector<Option>& Options() {
        "File holding a token; /metrics needs `Authorization: Bearer <token>` (read at every "
        "scrape, so a rotated token works at once; /healthz and /readyz stay open).",
        String(&Config::metrics_bearer_token_file)},
+      {"metrics-max-connections", false,
+       "Most connections the metrics port holds; at the bound a newcomer replaces the one that "
+       "has waited longest for a request (docs/security.md, Listeners).",
+       Int("metrics-max-connections", 4, 65536,
+           [](Config& c, int64_t n) { c.metrics_limits.total = static_cast<size_t>(n); })},
+      {"metrics-max-connections-per-peer", false,
+       "Most connections to the metrics port from one address.",
+       Int("metrics-max-connections-per-peer", 1, 65536,
+           [](Config& c, int64_t n) { c.metrics_limits.per_peer = static_cast<size_t>(n); })},
+      {"metrics-request-deadline-ms", false,
+       "A request's headers are due this long after its connection opened or its previous "
+       "answer went (also the keep-alive idle timeout); later, the connection is cut.",
+       Int("metrics-request-deadline-ms", 100, 600000,
+           [](Config& c, int64_t n) {
+             c.metrics_limits.request_deadline = std::chrono::milliseconds(n);
+           })},
       {"grpc-listen", false, "gRPC address, host:port; plaintext only on loopback.",
        String(&Config::grpc_listen)},
       {"grpc-tls-cert", false, "PEM server certificate for gRPC.", String(&Config::grpc_tls_cert)},
       {"grpc-tls-key", false, "PEM private key for gRPC.", String(&Config::grpc_tls_key)},
       {"grpc-tls-client-ca", false, "PEM CA bundle; clients must present a certificate it signed.",
        String(&Config::grpc_tls_client_ca)},
+      {"grpc-max-connections", false,
+       "Most connections the gRPC port holds; at the bound a newcomer replaces the one idle "
+       "longest (docs/security.md, Listeners).",
+       Int("grpc-max-connections", 4, 65536,
+           [](Config& c, int64_t n) { c.grpc_limits.total = static_cast<size_t>(n); })},
+      {"grpc-max-connections-per-peer", false,
+       "Most connections to the gRPC port from one address.",
+       Int("grpc-max-connections-per-peer", 1, 65536,
+           [](Config& c, int64_t n) { c.grpc_limits.per_peer = static_cast<size_t>(n); })},
       {"grpc-insecure", true, "Allow plaintext gRPC on a non-loopback address.",
        Bool(&Config::grpc_insecure, "grpc-insecure")},
       {"grpc-authz-readers", false,

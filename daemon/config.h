@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "lib/common/connection_table.h"
 #include "lib/common/host_paths.h"
 #include "lib/common/ip_address.h"
 
@@ -65,6 +66,15 @@ struct Config {
   unsigned max_log_files = 4096;
   unsigned max_communicators_per_pod = 32;  // logs::PodAnalysisOptions says why 32
   unsigned max_watch_streams = 32;          // rpc::GrpcEdgeOptions
+  // What clients of each port can hold (docs/security.md, Listeners). A few hundred connections
+  // cost a few MiB at most on either port (HTTP: up to 32 KiB of buffers each, touched only as
+  // used; gRPC: about 20 KiB each), inside --memory-budget; Prometheus, the kubelet and a fleet's
+  // CLI users need a handful.
+  common::ConnectionLimits metrics_limits{
+      .total = 256, .per_peer = 64, .request_deadline = std::chrono::seconds(10)};
+  // gRPC's own timeouts end idle and handshaking connections (rpc::GrpcEdgeOptions).
+  common::ConnectionLimits grpc_limits{
+      .total = 256, .per_peer = 64, .request_deadline = std::chrono::milliseconds(0)};
   // The shipped DaemonSet limits the pod to 256 MiB; the idle agent uses about 40 (responder
   // buffers, analyzers, tailer; docs/limits.md), so 96 MiB for requests leaves headroom.
   uint64_t memory_budget = 96u << 20;

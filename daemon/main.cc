@@ -1,4 +1,6 @@
 // efawatchd: parse the configuration, build the App, wait for SIGTERM/SIGINT, stop.
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -20,6 +22,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   // A vanished scraper or gRPC peer must not kill the agent.
   std::signal(SIGPIPE, SIG_IGN);
+  // Descriptors up to the hard limit, as Go programs do by default: the agent holds up to
+  // --max-log-files open logs plus both ports' connections (each bounded, docs/limits.md), more
+  // than a soft limit of 1,024 allows.
+  if (rlimit r{}; getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
 
   auto parsed = efawatch::ParseConfig({argv + 1, argv + argc}, efawatch::ProcessEnvironment());
   if (!parsed.ok()) {

@@ -1,26 +1,20 @@
 #include "daemon/export/prometheus_edge.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <prometheus/summary.h>
 #include <prometheus/text_serializer.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/export/bearer_token.h"
 #include "daemon/export/family_sink.h"
-#include "daemon/export/https_server.h"
+#include "daemon/export/http_server.h"
 #include "lib/common/metric_table.h"
 #include "spdlog/spdlog.h"
 
@@ -44,6 +38,8 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
     std::atomic<uint64_t> bearer_token{0};
   };
   Refusals& refusals() { return refusals_; }
+  // Set once, before the first scrape: the server's connection counters.
+  void set_server(const HttpServerCounters* server) { server_ = server; }
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::lock_guard lock(mu_);
@@ -53,6 +49,15 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
                static_cast<double>(refusals_.client_certificate.load()));
       sink.Add(metrics::M::kMetricsScrapesRefusedTotal, {{"reason", "bearer_token"}},
                static_cast<double>(refusals_.bearer_token.load()));
+    }
+    if (server_ != nullptr) {
+      for (const auto& [outcome, n] : {std::pair{"accepted", &server_->accepted},
+                                       {"refused", &server_->refused},
+                                       {"evicted", &server_->evicted},
+                                       {"timed_out", &server_->timed_out}}) {
+        sink.Add(metrics::M::kMetricsConnectionsTotal, {{"outcome", outcome}},
+                 static_cast<double>(n->load(std::memory_order_relaxed)));
+      }
     }
     sink.Add(metrics::M::kBuildInfo,
              {{"version", options_.build.version},
@@ -91,6 +96,7 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
   const common::Clock& clock_;
   mutable std::mutex mu_;
   Refusals refusals_;
+  const HttpServerCounters* server_ = nullptr;
 };
 
 // /healthz and /readyz for the kubelet's HTTP probes: the kubelet presents no client certificate,
@@ -118,11 +124,6 @@ struct PrometheusEdge::ExposerMetrics {
           .Add({}, prometheus::Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.99, 0.001}});
 };
 
-class PrometheusEdge::Alive final : public prometheus::Collectable {
- public:
-  std::vector<prometheus::MetricFamily> Collect() const override { return {}; }
-};
-
 PrometheusEdge::PrometheusEdge(const common::Clock& clock) : clock_(clock) {}
 
 absl::StatusOr<std::unique_ptr<PrometheusEdge>> PrometheusEdge::Create(
@@ -131,38 +132,21 @@ absl::StatusOr<std::unique_ptr<PrometheusEdge>> PrometheusEdge::Create(
   std::unique_ptr<PrometheusEdge> edge(new PrometheusEdge(clock));
   const std::string listen = options.listen;
   const MetricsTlsOptions tls = options.tls;
+  const common::ConnectionLimits limits = options.limits;
   edge->scraper_ =
       std::make_shared<Scraper>(std::move(options), std::move(collectors), status, clock);
-  edge->alive_ = std::make_shared<Alive>();
-  auto st = tls.cert_file.empty() ? edge->ServeHttp(listen) : edge->ServeHttps(listen, tls);
+  auto st = edge->Serve(listen, tls, limits);
   if (!st.ok()) return st;
   return edge;
 }
 
-absl::Status PrometheusEdge::ServeHttp(const std::string& listen) {
-  try {
-    // civetweb wants "port" alone for "any address"; we accept the usual ":port" too.
-    std::string civet = listen.starts_with(":") ? listen.substr(1) : listen;
-    exposer_ = std::make_unique<prometheus::Exposer>(civet, 2);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("metrics listen ", listen, ": cannot bind (", e.what(), ")"));
-  }
-  exposer_->RegisterCollectable(scraper_);
-  exposer_->RegisterCollectable(alive_, "/healthz");
-  exposer_->RegisterCollectable(alive_, "/readyz");
-  const auto ports = exposer_->GetListeningPorts();
-  if (ports.empty()) {
-    return absl::UnavailableError(absl::StrCat("metrics listen ", listen, ": no listening port"));
-  }
-  port_ = ports.front();
-  return absl::OkStatus();
-}
-
-// civetweb's TLS crashed on the first request in an earlier trial, so HTTPS is libmicrohttpd's
-// (HttpsServer); the text is rendered here as the Exposer renders it, by prometheus-cpp's
-// TextSerializer over what the scraper collects.
-absl::Status PrometheusEdge::ServeHttps(const std::string& listen, const MetricsTlsOptions& tls) {
+// One server, libmicrohttpd's, for plain HTTP and HTTPS: prometheus-cpp's Exposer (civetweb)
+// gives each connection a worker thread and bounds neither how many a client holds nor how long
+// its headers may take, so two idle connections took /metrics and /healthz down. The text is
+// rendered here as the Exposer renders it, by prometheus-cpp's TextSerializer over what the
+// scraper collects, with the Exposer's own exposer_* families.
+absl::Status PrometheusEdge::Serve(const std::string& listen, const MetricsTlsOptions& tls,
+                                   const common::ConnectionLimits& limits) {
   if (!tls.bearer_token_file.empty()) {
     auto token = BearerTokenFile::Create(tls.bearer_token_file);
     if (!token.ok()) return token.status();
@@ -170,20 +154,24 @@ absl::Status PrometheusEdge::ServeHttps(const std::string& listen, const Metrics
   }
   require_client_cert_ = !tls.client_ca_file.empty();
   scraper_->refusals().checked = require_client_cert_ || token_ != nullptr;
-  https_self_ = std::make_unique<ExposerMetrics>();
+  self_metrics_ = std::make_unique<ExposerMetrics>();
   const auto alive = [](const HttpRequest&) { return HttpResponse{}; };
-  HttpsServerOptions o;
+  HttpServerOptions o;
   o.listen = listen;
+  o.limits = limits;
   o.cert_file = tls.cert_file;
   o.key_file = tls.key_file;
   o.client_ca_file = tls.client_ca_file;
-  auto server = HttpsServer::Create(
-      std::move(o), {{"/metrics", [this](const HttpRequest& r) { return Metrics(r); }},
-                     {"/healthz", alive},
-                     {"/readyz", alive}});
+  auto server =
+      HttpServer::Create(std::move(o),
+                         {{"/metrics", [this](const HttpRequest& r) { return Metrics(r); }},
+                          {"/healthz", alive},
+                          {"/readyz", alive}},
+                         clock_);
   if (!server.ok()) return server.status();
-  https_ = *std::move(server);
-  port_ = https_->port();
+  http_ = *std::move(server);
+  scraper_->set_server(&http_->counters());
+  port_ = http_->port();
   return absl::OkStatus();
 }
 
@@ -218,41 +206,18 @@ HttpResponse PrometheusEdge::Metrics(const HttpRequest& request) {
   // As prometheus-cpp's MetricsHandler does: its own families first, then the scraper's, and
   // the latency in microseconds.
   const auto start = std::chrono::steady_clock::now();
-  std::vector<prometheus::MetricFamily> families = https_self_->registry->Collect();
+  std::vector<prometheus::MetricFamily> families = self_metrics_->registry->Collect();
   for (auto& f : scraper_->Collect()) families.push_back(std::move(f));
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = prometheus::TextSerializer().Serialize(families);
   const auto took = std::chrono::steady_clock::now() - start;
-  https_self_->latencies.Observe(
+  self_metrics_->latencies.Observe(
       static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
-  https_self_->bytes.Increment(static_cast<double>(r.body.size()));
-  https_self_->scrapes.Increment();
+  self_metrics_->bytes.Increment(static_cast<double>(r.body.size()));
+  self_metrics_->scrapes.Increment();
   return r;
 }
 
-PrometheusEdge::~PrometheusEdge() {
-  if (exposer_ == nullptr) return;
-  // civetweb's master thread notices the stop flag only when its poll() on the listening socket
-  // returns, which can take seconds on an idle server; SIGTERM must end the agent within 2 s.
-  // Connecting to ourselves wakes it at once.
-  std::atomic<bool> stopped{false};
-  std::thread waker([&] {
-    while (!stopped.load()) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(static_cast<uint16_t>(port_));
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (fd >= 0) {
-        (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-        ::close(fd);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  });
-  exposer_.reset();
-  stopped = true;
-  waker.join();
-}
+PrometheusEdge::~PrometheusEdge() = default;
 
 }  // namespace efawatch::exporter

@@ -10,15 +10,12 @@
 #include "lib/common/clock.h"
 #include "lib/common/collector.h"
 #include "lib/common/collector_status.h"
-
-namespace prometheus {
-class Exposer;
-}
+#include "lib/common/connection_table.h"
 
 namespace efawatch::exporter {
 
 class BearerTokenFile;
-class HttpsServer;
+class HttpServer;
 struct HttpRequest;
 struct HttpResponse;
 
@@ -28,7 +25,7 @@ struct BuildInfo {
   std::string nccl;  // empty when built without the NCCL probe
 };
 
-/// HTTPS for the metrics port (all empty: plain HTTP, as prometheus-cpp's Exposer serves it).
+/// HTTPS for the metrics port (all empty: plain HTTP).
 struct MetricsTlsOptions {
   std::string cert_file;          // PEM server certificate; set together with key_file
   std::string key_file;           // PEM private key
@@ -39,6 +36,7 @@ struct MetricsTlsOptions {
 struct PrometheusEdgeOptions {
   std::string listen;  // host:port; port 0 picks a free one
   MetricsTlsOptions tls;
+  common::ConnectionLimits limits;  // what clients of the port can hold (docs/security.md)
   BuildInfo build;
   std::chrono::system_clock::time_point start_time;
   /// Budget for one collector at one scrape; a slower one is reported as failed.
@@ -46,8 +44,8 @@ struct PrometheusEdgeOptions {
 };
 
 /// The only place that knows prometheus-cpp. Serves /metrics, and /healthz and /readyz (200,
-/// empty) for the kubelet, over HTTP (prometheus-cpp's Exposer) or, given a TLS certificate, over
-/// HTTPS (HttpsServer, with the Exposer's text and its exposer_* families). Over HTTPS /metrics
+/// empty) for the kubelet, over HTTP or, given a TLS certificate, HTTPS (HttpServer, with the
+/// text and exposer_* families of prometheus-cpp's Exposer). Over HTTPS /metrics
 /// may also need a client certificate or a bearer token (refused with 403 or 401, logged once a
 /// minute); the probes' paths stay open, since the kubelet presents neither. At each scrape it
 /// runs every collector with its time budget, renders what they wrote through the metric table
@@ -66,24 +64,21 @@ class PrometheusEdge {
 
  private:
   class Scraper;
-  class Alive;
   struct ExposerMetrics;
   explicit PrometheusEdge(const common::Clock& clock);
-  absl::Status ServeHttp(const std::string& listen);
-  absl::Status ServeHttps(const std::string& listen, const MetricsTlsOptions& tls);
+  absl::Status Serve(const std::string& listen, const MetricsTlsOptions& tls,
+                     const common::ConnectionLimits& limits);
   HttpResponse Metrics(const HttpRequest& request);
 
   const common::Clock& clock_;
   std::shared_ptr<Scraper> scraper_;
-  std::shared_ptr<Alive> alive_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  // HTTPS only. The server goes first on destruction: its handlers use the scraper and token.
-  bool require_client_cert_ = false;
-  std::unique_ptr<BearerTokenFile> token_;
-  std::unique_ptr<ExposerMetrics> https_self_;
+  // The server goes first on destruction: its handlers use the scraper and token.
+  bool require_client_cert_ = false;        // HTTPS only
+  std::unique_ptr<BearerTokenFile> token_;  // HTTPS only
+  std::unique_ptr<ExposerMetrics> self_metrics_;
   std::mutex refusal_log_mu_;
   std::chrono::steady_clock::time_point last_refusal_log_;  // guarded by refusal_log_mu_
-  std::unique_ptr<HttpsServer> https_;
+  std::unique_ptr<HttpServer> http_;
   int port_ = 0;
 };
 

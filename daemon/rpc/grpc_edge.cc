@@ -3,7 +3,9 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <fstream>
@@ -375,15 +377,34 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  // ":port" means every address, as for --metrics-listen; gRPC spells that "[::]:port".
-  const std::string listen =
-      options.listen.starts_with(":") ? absl::StrCat("[::]", options.listen) : options.listen;
-  builder.AddListeningPort(listen, creds, &edge->port_);
+  // gRPC listens where only this network namespace reaches it; the gate takes the public port.
+  // The name is unique per edge: tests run several agents in one namespace.
+  static std::atomic<uint64_t> edges{0};
+  const std::string backend =
+      absl::StrCat("efawatch-grpc-", ::getpid(), "-", edges.fetch_add(1), "-",
+                   std::chrono::steady_clock::now().time_since_epoch().count());
+  int unix_port = 0;
+  builder.AddListeningPort(absl::StrCat("unix-abstract:", backend), creds, &unix_port);
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(options.handshake_timeout.count()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(options.idle_timeout.count()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
   builder.RegisterService(edge->service_.get());
   edge->server_ = builder.BuildAndStart();
-  if (edge->server_ == nullptr || edge->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("grpc listen ", options.listen, ": cannot bind"));
+  if (edge->server_ == nullptr || unix_port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("grpc: cannot listen on the abstract unix socket ", backend));
   }
+  // ":port" means every address, as for --metrics-listen.
+  auto gate = ConnectionGate::Create(
+      {.listen = options.listen, .backend = backend, .limits = options.limits});
+  if (!gate.ok()) {
+    return absl::UnavailableError(absl::StrCat("grpc listen ", options.listen, ": cannot bind (",
+                                               gate.status().message(), ")"));
+  }
+  edge->gate_ = *std::move(gate);
+  edge->port_ = edge->gate_->port();
   auto* health = edge->server_->GetHealthCheckService();
   health->SetServingStatus("", true);
   health->SetServingStatus(v1::Agent::service_full_name(), true);
@@ -398,6 +419,7 @@ void GrpcEdge::Shutdown() {
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   server_->Wait();
   server_.reset();
+  gate_.reset();
 }
 
 GrpcEdge::~GrpcEdge() { Shutdown(); }

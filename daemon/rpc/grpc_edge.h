@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -8,6 +9,8 @@
 #include "absl/status/statusor.h"
 #include "daemon/rpc/agent_handler.h"
 #include "daemon/rpc/authz.h"
+#include "daemon/rpc/connection_gate.h"
+#include "lib/common/connection_table.h"
 
 namespace grpc {
 class Server;
@@ -24,6 +27,14 @@ struct GrpcEdgeOptions {
   /// WatchFindings streams open at once; further ones get RESOURCE_EXHAUSTED. Each costs a
   /// subscription the findings board calls on every publish and a queue of up to 1,024 events.
   size_t max_watch_streams = 32;
+  /// What clients of the port can hold: a ConnectionGate in front of gRPC enforces it.
+  common::ConnectionLimits limits;
+  /// Handshake (TLS and HTTP/2 settings) due within this of the connection's opening, and a
+  /// connection with no call for idle_timeout is closed (clients reconnect as needed).
+  std::chrono::milliseconds handshake_timeout{10000};
+  std::chrono::milliseconds idle_timeout{300000};
+  /// Concurrent calls on one connection (HTTP/2 streams).
+  int max_streams_per_connection = 64;
 };
 
 /// What the edge refused, for metrics. Thread-safe.
@@ -36,8 +47,10 @@ struct GrpcEdgeCounters {
 /// the handler, the standard grpc.health.v1.Health service and server reflection. Every Agent
 /// call is first checked against the role table (authz.h) with the identity of the caller's
 /// client certificate: a denied call ends PERMISSION_DENIED, counted and logged (once a minute
-/// per identity and method), and never reaches the handler. Thread-safe; Shutdown() (also run by
-/// the destructor) returns within about a second.
+/// per identity and method), and never reaches the handler. gRPC itself listens on an abstract
+/// unix socket; the public port is a ConnectionGate that bounds what clients hold and relays to
+/// it (so calls' peer addresses read "unix-abstract:"; identities come from certificates).
+/// Thread-safe; Shutdown() (also run by the destructor) returns within about a second.
 class GrpcEdge {
  public:
   /// `handler` outlives the edge; every RPC converts its message and calls one method of it.
@@ -49,6 +62,8 @@ class GrpcEdge {
   /// efawatch_grpc_denied_total; lives as long as the edge.
   common::Collector& denial_collector() { return *denials_; }
   const GrpcEdgeCounters& counters() const;
+  /// What the connection gate in front of gRPC did; lives as long as the edge.
+  const ConnectionGateCounters& gate_counters() const { return gate_->counters(); }
   void Shutdown();
 
  private:
@@ -59,6 +74,7 @@ class GrpcEdge {
   std::unique_ptr<DenialCollector> denials_;
   std::unique_ptr<AgentService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<ConnectionGate> gate_;  // the public port; relays to server_
   int port_ = 0;
 };
 

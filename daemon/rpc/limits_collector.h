@@ -10,14 +10,16 @@ namespace efawatch::rpc {
 /// Reads atomics only; safe on the scrape thread. `counters` and `budget` outlive the collector.
 class LimitsCollector final : public common::Collector {
  public:
-  LimitsCollector(const GrpcEdgeCounters& counters, const common::MemoryBudget& budget)
-      : counters_(counters), budget_(budget) {}
+  LimitsCollector(const GrpcEdgeCounters& counters, const ConnectionGateCounters& gate,
+                  const common::MemoryBudget& budget)
+      : counters_(counters), gate_(gate), budget_(budget) {}
   std::string_view Name() const override { return "rpc_limits"; }
   absl::Status Collect(std::chrono::steady_clock::time_point deadline,
                        common::MetricSink& sink) override;
 
  private:
   const GrpcEdgeCounters& counters_;
+  const ConnectionGateCounters& gate_;
   const common::MemoryBudget& budget_;
 };
 

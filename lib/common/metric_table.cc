@@ -360,6 +360,19 @@ std::vector<MetricDef> BuildTable() {
        "gRPC calls refused with PERMISSION_DENIED because the caller's certificate identity holds "
        "no role the method allows (docs/security.md), per method.",
        {"method"}},
+      {M::kMetricsConnectionsTotal.name(),
+       T::kCounter,
+       "Connections to the metrics port (/metrics, /healthz, /readyz), by outcome: accepted; "
+       "refused (at a bound with every connection serving a request); evicted (cut, having "
+       "waited longest without a request, to admit a newcomer); timed_out (no complete request "
+       "within the request deadline). See docs/security.md, Listeners.",
+       {"outcome"}},
+      {M::kRpcConnectionsTotal.name(),
+       T::kCounter,
+       "Connections to the gRPC port, by outcome: accepted; refused (the gRPC server behind the "
+       "connection gate could not be reached); evicted (cut, having been idle longest, to admit "
+       "a newcomer at a bound). See docs/security.md, Listeners.",
+       {"outcome"}},
       {M::kMetricsScrapesRefusedTotal.name(),
        T::kCounter,
        "Requests for /metrics over HTTPS refused: reason client_certificate (none, or not of the "

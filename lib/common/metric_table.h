@@ -98,6 +98,8 @@ struct M {
   static constexpr Metric kFabricResponderUp{"efawatch_fabric_responder_up"};
   static constexpr Metric kGrpcDeniedTotal{"efawatch_grpc_denied_total"};
   static constexpr Metric kMetricsScrapesRefusedTotal{"efawatch_metrics_scrapes_refused_total"};
+  static constexpr Metric kMetricsConnectionsTotal{"efawatch_metrics_connections_total"};
+  static constexpr Metric kRpcConnectionsTotal{"efawatch_rpc_connections_total"};
   static constexpr Metric kInternalErrorsTotal{"efawatch_internal_errors_total"};
   static constexpr Metric kLogsCheckpointsSetAsideTotal{
       "efawatch_logs_checkpoints_set_aside_total"};

@@ -1,12 +1,16 @@
-#include "daemon/export/https_server.h"
+#include "daemon/export/http_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
@@ -14,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "lib/common/listen_address.h"
 #include "lib/common/read_file.h"
 #include "lib/common/shared_library.h"
 #include "spdlog/spdlog.h"
@@ -25,63 +30,11 @@ namespace {
 // NORMAL alone would also offer 1.0 and 1.1 where the system allows them.
 constexpr char kPriorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
 
-// One bound address, IPv4 or IPv6, as libmicrohttpd's MHD_OPTION_SOCK_ADDR takes it.
-struct ListenAddress {
-  sockaddr_storage storage{};
-  bool v6 = false;
-  uint16_t port = 0;
-};
-
-absl::StatusOr<ListenAddress> ParseListen(const std::string& listen) {
-  std::string host, port_text;
-  if (listen.starts_with("[")) {
-    const auto close = listen.find("]:");
-    if (close == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(listen, ": expected [ipv6]:port"));
-    }
-    host = listen.substr(1, close - 1);
-    port_text = listen.substr(close + 2);
-  } else {
-    const auto colon = listen.rfind(':');
-    if (colon == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(listen, ": expected host:port or :port"));
-    }
-    host = listen.substr(0, colon);
-    port_text = listen.substr(colon + 1);
-  }
-  int port = -1;
-  if (!absl::SimpleAtoi(port_text, &port) || port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(listen, ": port must be 0 to 65535"));
-  }
-  ListenAddress out;
-  out.port = static_cast<uint16_t>(port);
-  if (host == "localhost") host = "127.0.0.1";
-  // ":port" is every IPv4 address, as the plain-HTTP edge (civetweb) binds it.
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&out.storage);
-  v4->sin_family = AF_INET;
-  v4->sin_port = htons(out.port);
-  if (host.empty()) {
-    v4->sin_addr.s_addr = htonl(INADDR_ANY);
-    return out;
-  }
-  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) return out;
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&out.storage);
-  *v6 = sockaddr_in6{};
-  v6->sin6_family = AF_INET6;
-  v6->sin6_port = htons(out.port);
-  if (listen.starts_with("[") && inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    out.v6 = true;
-    return out;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(listen, ": host must be an IPv4 address, [IPv6 address], localhost or empty"));
-}
-
 // libmicrohttpd reports a bad key or certificate only as a failed start; checking the material
 // with GnuTLS first gives the operator a line that names the file and the problem. (A template:
-// the GnuTLS functions come in HttpsServer::Api, which is private.)
+// the GnuTLS functions come in HttpServer::Api, which is private.)
 template <typename TlsApi>
-absl::Status CheckTlsMaterial(const TlsApi& api, const HttpsServerOptions& o,
+absl::Status CheckTlsMaterial(const TlsApi& api, const HttpServerOptions& o,
                               const std::string& cert, const std::string& key,
                               const std::string& ca) {
   gnutls_certificate_credentials_t cred = nullptr;
@@ -115,7 +68,7 @@ absl::Status CheckTlsMaterial(const TlsApi& api, const HttpsServerOptions& o,
 // libmicrohttpd and GnuTLS, opened when HTTPS is first asked for rather than at start: with
 // GnuTLS's own dependencies (p11-kit, nettle, gmp, libtasn1...) they are 2 MiB of the RSS of an
 // agent that serves plain HTTP (lib/common/shared_library.h).
-struct HttpsServer::Api {
+struct HttpServer::Api {
   decltype(&MHD_start_daemon) start_daemon = nullptr;
   decltype(&MHD_stop_daemon) stop_daemon = nullptr;
   decltype(&MHD_get_daemon_info) get_daemon_info = nullptr;
@@ -170,16 +123,16 @@ struct HttpsServer::Api {
   static absl::StatusOr<const Api*> Get() { return common::LoadOnce<&Load>(); }
 };
 
-struct HttpsServer::Callbacks {
+struct HttpServer::Callbacks {
   // libmicrohttpd's messages: at start they explain a failed start (kept for the error); later
   // they are per-connection noise (a client speaking plain HTTP to the TLS port, a dropped
   // handshake), so they go to the debug log only.
   static void Log(void* cls, const char* fmt, va_list ap) {
-    auto* self = static_cast<HttpsServer*>(cls);
+    auto* self = static_cast<HttpServer*>(cls);
     char buf[512];
     std::vsnprintf(buf, sizeof(buf), fmt, ap);
     const std::string line(absl::StripTrailingAsciiWhitespace(buf));
-    spdlog::debug("metrics https: {}", line);
+    spdlog::debug("metrics http: {}", line);
     std::lock_guard lock(self->log_mu_);
     self->last_log_ = line;
   }
@@ -223,14 +176,50 @@ struct HttpsServer::Callbacks {
     return ret;
   }
 
+  static uint64_t IdOf(const Api& api, MHD_Connection* connection) {
+    const MHD_ConnectionInfo* info =
+        api.get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == nullptr ? 0 : reinterpret_cast<uintptr_t>(info->socket_context);
+  }
+
+  // A connection opened or closed; the id lives in libmicrohttpd's socket context.
+  static void Connection(void* cls, MHD_Connection* connection, void** socket_context,
+                         MHD_ConnectionNotificationCode code) {
+    auto* self = static_cast<HttpServer*>(cls);
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+      self->Closed(reinterpret_cast<uintptr_t>(*socket_context));
+      return;
+    }
+    const uint64_t id = self->next_id_.fetch_add(1);
+    // The socket context is libmicrohttpd's void* per connection; it holds the id, never
+    // dereferenced.
+    *socket_context = reinterpret_cast<void*>(  // NOLINT(performance-no-int-to-ptr)
+        static_cast<uintptr_t>(id));
+    const Api& api = *self->api_;
+    const MHD_ConnectionInfo* fd =
+        api.get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const MHD_ConnectionInfo* addr =
+        api.get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    self->Started(id, fd == nullptr ? -1 : fd->connect_fd,
+                  addr == nullptr ? std::string() : common::PeerAddress(addr->client_addr));
+  }
+
+  // An answer was sent (or the request failed): the connection waits for its next request.
+  static void Completed(void* cls, MHD_Connection* connection, void** /*req_cls*/,
+                        MHD_RequestTerminationCode /*code*/) {
+    auto* self = static_cast<HttpServer*>(cls);
+    self->Answered(IdOf(*self->api_, connection));
+  }
+
   // libmicrohttpd calls this once when the headers are in and again when the (empty) body is:
   // answering at the second call lets the connection stay open for the next scrape. A request
   // with a body gets 405 at once, before the body is read, and its connection is closed.
   static MHD_Result Access(void* cls, MHD_Connection* connection, const char* url,
                            const char* method, const char* /*version*/, const char* /*upload_data*/,
                            size_t* upload_data_size, void** req_cls) {
-    const auto* self = static_cast<const HttpsServer*>(cls);
+    auto* self = static_cast<HttpServer*>(cls);
     const Api& api = *self->api_;
+    self->Busy(IdOf(api, connection));
     const std::string_view m(method);
     if (m != MHD_HTTP_METHOD_GET && m != MHD_HTTP_METHOD_HEAD) {
       return Queue(api, connection,
@@ -268,13 +257,14 @@ struct HttpsServer::Callbacks {
   }
 };
 
-absl::StatusOr<std::unique_ptr<HttpsServer>> HttpsServer::Create(
-    HttpsServerOptions options, std::map<std::string, HttpHandler> handlers) {
-  auto address = ParseListen(options.listen);
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
+    HttpServerOptions options, std::map<std::string, HttpHandler> handlers,
+    const common::Clock& clock) {
+  auto address = common::ParseListenAddress(options.listen);
   if (!address.ok()) return address.status();
   auto api = Api::Get();
   if (!api.ok()) return api.status();
-  std::unique_ptr<HttpsServer> s(new HttpsServer());
+  std::unique_ptr<HttpServer> s(new HttpServer(clock, options.limits));
   s->api_ = *api;
   s->handlers_ = std::move(handlers);
   for (const auto& [file, pem] : {std::pair{&options.cert_file, &s->cert_pem_},
@@ -285,44 +275,134 @@ absl::StatusOr<std::unique_ptr<HttpsServer>> HttpsServer::Create(
     if (!text.ok()) return text.status();
     *pem = *std::move(text);
   }
-  if (s->cert_pem_.empty() || s->key_pem_.empty()) {
+  s->tls_ = !s->cert_pem_.empty() || !s->key_pem_.empty() || !s->ca_pem_.empty();
+  if (s->tls_ && (s->cert_pem_.empty() || s->key_pem_.empty())) {
     return absl::InvalidArgumentError("HTTPS needs a certificate and a key");
   }
-  if (auto st = CheckTlsMaterial(**api, options, s->cert_pem_, s->key_pem_, s->ca_pem_); !st.ok()) {
-    return st;
+  if (s->tls_) {
+    if (auto st = CheckTlsMaterial(**api, options, s->cert_pem_, s->key_pem_, s->ca_pem_);
+        !st.ok()) {
+      return st;
+    }
   }
   s->verify_clients_ = !s->ca_pem_.empty();
 
   // epoll, not select: the agent may hold thousands of open log files, and select() cannot watch
   // a descriptor above 1023.
-  unsigned int flags = MHD_USE_TLS | MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+  unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+  if (s->tls_) flags |= MHD_USE_TLS;
   if (address->v6) flags |= MHD_USE_IPv6;
-  // The client CA comes last: without one the list ends there, and clients are not asked for a
-  // certificate at all.
-  s->daemon_ = s->api_->start_daemon(
-      flags, address->port, nullptr, nullptr, &Callbacks::Access, s.get(),
-      MHD_OPTION_EXTERNAL_LOGGER, &Callbacks::Log, s.get(), MHD_OPTION_SOCK_ADDR,
-      reinterpret_cast<sockaddr*>(&address->storage), MHD_OPTION_THREAD_POOL_SIZE, options.threads,
-      MHD_OPTION_CONNECTION_LIMIT, options.connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-      options.per_ip_connection_limit, MHD_OPTION_CONNECTION_TIMEOUT,
-      static_cast<unsigned int>(options.connection_timeout.count()), MHD_OPTION_HTTPS_PRIORITIES,
-      kPriorities, MHD_OPTION_HTTPS_MEM_CERT, s->cert_pem_.c_str(), MHD_OPTION_HTTPS_MEM_KEY,
-      s->key_pem_.c_str(), s->verify_clients_ ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END,
-      s->ca_pem_.c_str(), MHD_OPTION_END);
+  // libmicrohttpd's own bounds are a backstop above the table's: the table decides who stays
+  // (it needs a newcomer inside libmicrohttpd to cut an older one for it), and libmicrohttpd's
+  // per-address limit would refuse before the table could choose. Its inactivity timeout also
+  // cuts a client that stops reading its answer.
+  const common::ConnectionLimits& limits = options.limits;
+  const auto mhd_limit = static_cast<unsigned int>(limits.total + limits.total / 4 + 16);
+  const auto deadline_s = static_cast<unsigned int>(std::max<int64_t>(
+      1, std::chrono::ceil<std::chrono::seconds>(limits.request_deadline).count()));
+  std::vector<MHD_OptionItem> opts = {
+      {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&Callbacks::Log), s.get()},
+      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Callbacks::Connection), s.get()},
+      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Callbacks::Completed), s.get()},
+      {MHD_OPTION_SOCK_ADDR, 0, &address->storage},
+      {MHD_OPTION_THREAD_POOL_SIZE, options.threads, nullptr},
+      {MHD_OPTION_CONNECTION_LIMIT, mhd_limit, nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT, deadline_s, nullptr},
+  };
+  if (s->tls_) {
+    opts.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(kPriorities)});
+    opts.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem_.data()});
+    opts.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, s->key_pem_.data()});
+    // Without a client CA, clients are not asked for a certificate at all.
+    if (s->verify_clients_) opts.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, s->ca_pem_.data()});
+  }
+  opts.push_back({MHD_OPTION_END, 0, nullptr});
+  s->daemon_ = s->api_->start_daemon(flags, address->port, nullptr, nullptr, &Callbacks::Access,
+                                     s.get(), MHD_OPTION_ARRAY, opts.data(), MHD_OPTION_END);
   if (s->daemon_ == nullptr) {
     std::lock_guard lock(s->log_mu_);
-    return absl::UnavailableError(absl::StrCat("metrics listen ", options.listen,
-                                               ": cannot serve HTTPS (", s->last_log_, ")"));
+    return absl::UnavailableError(absl::StrCat("metrics listen ", options.listen, ": cannot serve ",
+                                               s->tls_ ? "HTTPS" : "HTTP", " (", s->last_log_,
+                                               ")"));
   }
   const MHD_DaemonInfo* info = s->api_->get_daemon_info(s->daemon_, MHD_DAEMON_INFO_BIND_PORT);
   s->port_ = info != nullptr && info->port != 0 ? info->port : address->port;
+  s->watchdog_ = std::jthread([self = s.get()](const std::stop_token& stop) { self->Watch(stop); });
   return s;
 }
 
-HttpsServer::~HttpsServer() {
+void HttpServer::Started(uint64_t id, int fd, const std::string& peer) {
+  std::lock_guard lock(guard_mu_);
+  const int held = fd < 0 ? -1 : ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  socket_[id] = held;
+  const auto a = table_.Admit(id, peer, clock_.Now());
+  if (a.evicted) {
+    CutLocked(*a.evicted);
+    counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (a.admitted) {
+    counters_.accepted.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    CutLocked(id);
+    counters_.refused.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void HttpServer::Closed(uint64_t id) {
+  std::lock_guard lock(guard_mu_);
+  table_.Closed(id);
+  if (auto it = socket_.find(id); it != socket_.end()) {
+    if (it->second >= 0) ::close(it->second);
+    socket_.erase(it);
+  }
+}
+
+void HttpServer::Busy(uint64_t id) {
+  std::lock_guard lock(guard_mu_);
+  table_.Busy(id);
+}
+
+void HttpServer::Answered(uint64_t id) {
+  std::lock_guard lock(guard_mu_);
+  table_.Waiting(id, clock_.Now());
+}
+
+void HttpServer::CutLocked(uint64_t id) {
+  // shutdown, not close: libmicrohttpd owns the descriptor; it sees the end of the stream,
+  // closes the connection and reports it closed (Closed above then drops our dup).
+  if (auto it = socket_.find(id); it != socket_.end() && it->second >= 0) {
+    ::shutdown(it->second, SHUT_RDWR);
+  }
+}
+
+void HttpServer::Watch(const std::stop_token& stop) {
+  // A fifth of the deadline (at most 200 ms) between checks: a slow client is cut within 20 %
+  // of the deadline past it.
+  const auto period = std::clamp<std::chrono::milliseconds>(table_.limits().request_deadline / 5,
+                                                            std::chrono::milliseconds(10),
+                                                            std::chrono::milliseconds(200));
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  while (true) {
+    cv.wait_for(lock, stop, period, [] { return false; });
+    if (stop.stop_requested()) return;
+    std::lock_guard guard(guard_mu_);
+    for (const uint64_t id : table_.TakeExpired(clock_.Now())) {
+      CutLocked(id);
+      counters_.timed_out.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+HttpServer::~HttpServer() {
+  watchdog_ = {};  // stops and joins before the table goes
   // Closes the listening socket and every connection and joins the server's threads: no handler
   // runs once it returns.
   if (daemon_ != nullptr) api_->stop_daemon(daemon_);
+  for (const auto& [id, fd] : socket_) {
+    if (fd >= 0) ::close(fd);
+  }
 }
 
 }  // namespace efawatch::exporter

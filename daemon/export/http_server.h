@@ -1,0 +1,140 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lib/common/clock.h"
+#include "lib/common/connection_table.h"
+
+struct MHD_Daemon;
+
+namespace efawatch::exporter {
+
+/// What the client's TLS certificate proved, as GnuTLS verified it against the client CA.
+enum class ClientCert {
+  kNone,       // no certificate presented, or no client CA configured
+  kTrusted,    // a certificate the client CA signed, in its validity period
+  kUntrusted,  // a certificate, but not one the client CA vouches for (another CA, expired, ...)
+};
+
+struct HttpRequest {
+  std::string path;           // without the query string
+  std::string authorization;  // the Authorization header, empty when absent
+  ClientCert client_cert = ClientCert::kNone;
+  std::string client_cert_problem;  // kUntrusted: why, in GnuTLS's words (for the log)
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // besides Content-Type
+
+  /// A short plain-text answer, e.g. Text(404, "not found\n").
+  static HttpResponse Text(int status, std::string body) {
+    HttpResponse r;
+    r.status = status;
+    r.body = std::move(body);
+    return r;
+  }
+};
+
+/// Called on one of the server's threads, possibly on two at once: handlers must be thread-safe.
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  std::string listen;  // host:port, :port (every address) or [v6]:port; port 0 picks one
+  // TLS: all empty serves plain HTTP. cert_file and key_file go together.
+  std::string cert_file;       // PEM server certificate (chain)
+  std::string key_file;        // PEM private key
+  std::string client_ca_file;  // PEM CA bundle; empty: client certificates are not asked for
+  // What clients can hold (lib/common/connection_table.h): at the bound a newcomer replaces the
+  // connection that has waited longest for a request, so idle or slow clients can neither lock
+  // out a scrape nor the kubelet's probe. A request's headers are due within the deadline of
+  // the connection's opening or of its previous answer (this is also the keep-alive idle
+  // timeout); one byte a second does not extend it.
+  common::ConnectionLimits limits;
+  // Threads answering requests. Connections cost no thread while they wait (epoll), so these
+  // only bound concurrent handlers: four, so /healthz answers while two scrapes run.
+  unsigned threads = 4;
+};
+
+/// What a server's bounds did to its clients, since it started. Read from any thread.
+struct HttpServerCounters {
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> refused{0};    // at a bound with every connection busy: closed at once
+  std::atomic<uint64_t> evicted{0};    // cut to admit a newcomer
+  std::atomic<uint64_t> timed_out{0};  // cut at the request deadline
+};
+
+/// An HTTP or HTTPS server (libmicrohttpd, over GnuTLS for HTTPS) that answers GET and HEAD on a
+/// fixed set of paths; other paths get 404, other methods 405. It knows nothing of what it
+/// serves: handlers decide, from the request and the client certificate's verification, what to
+/// answer. When a client CA is set, clients are asked for a certificate (not required: a handler
+/// may serve a path to anyone, e.g. the kubelet's probes) and each request says whether the CA
+/// vouches for it. Serving starts in Create and stops in the destructor, which returns once no
+/// handler runs.
+class HttpServer {
+ public:
+  /// Reads the PEM files, binds and starts serving. InvalidArgument for unreadable or unusable
+  /// TLS material, Unavailable when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Create(
+      HttpServerOptions options, std::map<std::string, HttpHandler> handlers,
+      const common::Clock& clock = common::SystemClock::Get());
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  /// The port actually bound.
+  int port() const { return port_; }
+  const HttpServerCounters& counters() const { return counters_; }
+  bool tls() const { return tls_; }
+
+ private:
+  struct Callbacks;
+  struct Api;  // libmicrohttpd and GnuTLS, opened by Create()
+  explicit HttpServer(const common::Clock& clock, const common::ConnectionLimits& limits)
+      : clock_(clock), table_(limits) {}
+  void Started(uint64_t id, int fd, const std::string& peer);
+  void Closed(uint64_t id);
+  void Busy(uint64_t id);
+  void Answered(uint64_t id);
+  void Watch(const std::stop_token& stop);
+  // Under guard_mu_: ends the connection's TCP session (libmicrohttpd then closes it).
+  void CutLocked(uint64_t id);
+
+  const common::Clock& clock_;
+  const Api* api_ = nullptr;
+  std::map<std::string, HttpHandler> handlers_;
+  bool tls_ = false;
+  bool verify_clients_ = false;
+  // libmicrohttpd keeps pointers to the PEM text while it runs; they live here.
+  std::string cert_pem_, key_pem_, ca_pem_;
+  MHD_Daemon* daemon_ = nullptr;
+  int port_ = 0;
+  std::mutex log_mu_;
+  std::string last_log_;  // libmicrohttpd's last message, for the error of a failed start
+
+  // The guard: which connection may stay. Each connection's socket is held by a dup() of its
+  // descriptor until libmicrohttpd reports it closed, so cutting one (shutdown) can never hit a
+  // descriptor number the kernel has since given to another file.
+  std::mutex guard_mu_;
+  common::ConnectionTable table_;             // guarded by guard_mu_
+  std::unordered_map<uint64_t, int> socket_;  // guarded by guard_mu_: id -> our dup
+  std::atomic<uint64_t> next_id_{1};
+  HttpServerCounters counters_;
+  std::jthread watchdog_;  // cuts connections past the request deadline
+};
+
+}  // namespace efawatch::exporter
