@@ -21,8 +21,12 @@ namespace {
 
 void AddConnectionFlags(CLI::App* cmd, efawatch::cli::AgentConnection& conn,
                         bool agent_required = true) {
-  auto* agent = cmd->add_option("--agent", conn.address, "Agent gRPC address host:port");
-  if (agent_required) agent->required();
+  auto* agent =
+      cmd->add_option("--agent", conn.address, "Agent gRPC address host:port or unix:/path");
+  // EFAWATCH_AGENT: the default DaemonSet sets it to its unix socket, so `kubectl exec ...
+  // efawatch status` needs no flag. Where --agent is optional, leaving it out means something
+  // else (doctor: check this machine), so the environment does not fill it there.
+  if (agent_required) agent->required()->envname("EFAWATCH_AGENT");
   // Operators set the environment once (docs/security.md) instead of typing four paths a call.
   cmd->add_option("--tls-ca", conn.tls_ca, "PEM CA to verify the agent")
       ->envname("EFAWATCH_TLS_CA");

@@ -156,7 +156,9 @@ const std::vector<Option>& Options() {
            [](Config& c, int64_t n) {
              c.metrics_limits.request_deadline = std::chrono::milliseconds(n);
            })},
-      {"grpc-listen", false, "gRPC address, host:port; plaintext only on loopback.",
+      {"grpc-listen", false,
+       "gRPC address, host:port, or unix:/path (a socket only the pod reaches: the default "
+       "install's); plaintext only on loopback or a unix socket.",
        String(&Config::grpc_listen)},
       {"grpc-tls-cert", false, "PEM server certificate for gRPC.", String(&Config::grpc_tls_cert)},
       {"grpc-tls-key", false, "PEM private key for gRPC.", String(&Config::grpc_tls_key)},
@@ -600,7 +602,13 @@ absl::Status Validate(Config& c) {
   BracketIpv6Host(c.grpc_listen);
   if (auto st = ValidateListenAddress("metrics-listen", c.metrics_listen); !st.ok()) return st;
   if (auto st = ValidateMetricsTls(c); !st.ok()) return st;
-  if (auto st = ValidateListenAddress("grpc-listen", c.grpc_listen); !st.ok()) return st;
+  const bool unix_socket = c.grpc_listen.starts_with("unix:");
+  if (unix_socket && !c.grpc_listen.starts_with("unix:/")) {
+    return Bad("grpc-listen", c.grpc_listen, "a unix socket needs an absolute path: unix:/path");
+  }
+  if (!unix_socket) {
+    if (auto st = ValidateListenAddress("grpc-listen", c.grpc_listen); !st.ok()) return st;
+  }
   const bool has_cert = !c.grpc_tls_cert.empty(), has_key = !c.grpc_tls_key.empty();
   if (has_cert != has_key) {
     return absl::InvalidArgumentError("--grpc-tls-cert and --grpc-tls-key go together");
@@ -615,7 +623,9 @@ absl::Status Validate(Config& c) {
     if (path.empty()) continue;
     if (auto st = CheckReadable(flag, path); !st.ok()) return st;
   }
-  if (!has_cert && !c.grpc_insecure && !IsLoopbackAddress(c.grpc_listen)) {
+  // A unix socket in the pod's own filesystem is reachable only from inside the pod (kubectl
+  // exec), unlike the node's loopback, which hostNetwork shares with every host-network pod.
+  if (!has_cert && !c.grpc_insecure && !unix_socket && !IsLoopbackAddress(c.grpc_listen)) {
     return Bad("grpc-listen", c.grpc_listen,
                "not a loopback address: give --grpc-tls-cert/--grpc-tls-key, or --grpc-insecure "
                "to serve plaintext deliberately");
@@ -630,6 +640,10 @@ absl::Status Validate(Config& c) {
   if (c.node_name.empty()) {
     char buf[256] = {};
     if (gethostname(buf, sizeof(buf) - 1) == 0) c.node_name = buf;
+  }
+  if (unix_socket && c.mesh_discovery != "off") {
+    return Bad("mesh-discovery", c.mesh_discovery,
+               "needs gRPC on the network (--grpc-listen host:port with TLS): peers call it");
   }
   if (c.mesh_discovery == "static" && c.mesh_peers.empty()) {
     return Bad("mesh-discovery", c.mesh_discovery, "needs --mesh-peers");

@@ -3,6 +3,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -377,7 +378,37 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  // gRPC listens where only this network namespace reaches it; the gate takes the public port.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(options.handshake_timeout.count()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(options.idle_timeout.count()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
+  builder.RegisterService(edge->service_.get());
+  if (options.listen.starts_with("unix:")) {
+    // A socket in the pod's own filesystem: only the pod (kubectl exec) reaches it, so it needs
+    // no gate. A socket file left by a killed agent would make the bind fail.
+    const std::string path = options.listen.substr(5);
+    ::unlink(path.c_str());
+    int unused = 0;
+    builder.AddListeningPort(options.listen, creds, &unused);
+    edge->server_ = builder.BuildAndStart();
+    if (edge->server_ == nullptr || unused == 0) {
+      return absl::UnavailableError(absl::StrCat("grpc listen ", options.listen, ": cannot bind"));
+    }
+    ::chmod(path.c_str(), 0600);
+  } else if (auto st = edge->StartGated(options, creds, builder); !st.ok()) {
+    return st;
+  }
+  auto* health = edge->server_->GetHealthCheckService();
+  health->SetServingStatus("", true);
+  health->SetServingStatus(v1::Agent::service_full_name(), true);
+  return edge;
+}
+
+// gRPC listens where only this network namespace reaches it; the gate takes the public port.
+absl::Status GrpcEdge::StartGated(const GrpcEdgeOptions& options,
+                                  const std::shared_ptr<grpc::ServerCredentials>& creds,
+                                  grpc::ServerBuilder& builder) {
   // The name is unique per edge: tests run several agents in one namespace.
   static std::atomic<uint64_t> edges{0};
   const std::string backend =
@@ -385,14 +416,8 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
                    std::chrono::steady_clock::now().time_since_epoch().count());
   int unix_port = 0;
   builder.AddListeningPort(absl::StrCat("unix-abstract:", backend), creds, &unix_port);
-  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-                             static_cast<int>(options.handshake_timeout.count()));
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-                             static_cast<int>(options.idle_timeout.count()));
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
-  builder.RegisterService(edge->service_.get());
-  edge->server_ = builder.BuildAndStart();
-  if (edge->server_ == nullptr || unix_port == 0) {
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || unix_port == 0) {
     return absl::UnavailableError(
         absl::StrCat("grpc: cannot listen on the abstract unix socket ", backend));
   }
@@ -403,12 +428,9 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
     return absl::UnavailableError(absl::StrCat("grpc listen ", options.listen, ": cannot bind (",
                                                gate.status().message(), ")"));
   }
-  edge->gate_ = *std::move(gate);
-  edge->port_ = edge->gate_->port();
-  auto* health = edge->server_->GetHealthCheckService();
-  health->SetServingStatus("", true);
-  health->SetServingStatus(v1::Agent::service_full_name(), true);
-  return edge;
+  gate_ = *std::move(gate);
+  port_ = gate_->port();
+  return absl::OkStatus();
 }
 
 void GrpcEdge::Shutdown() {

@@ -14,12 +14,14 @@
 
 namespace grpc {
 class Server;
-}
+class ServerBuilder;
+class ServerCredentials;
+}  // namespace grpc
 
 namespace efawatch::rpc {
 
 struct GrpcEdgeOptions {
-  std::string listen;         // host:port; port 0 picks a free one
+  std::string listen;         // host:port (port 0 picks a free one), or unix:/path (no gate)
   std::string tls_cert_file;  // empty: plaintext (config validation allows it on loopback only)
   std::string tls_key_file;
   std::string tls_client_ca_file;  // non-empty: mutual TLS, client certificates required
@@ -63,12 +65,19 @@ class GrpcEdge {
   common::Collector& denial_collector() { return *denials_; }
   const GrpcEdgeCounters& counters() const;
   /// What the connection gate in front of gRPC did; lives as long as the edge.
-  const ConnectionGateCounters& gate_counters() const { return gate_->counters(); }
+  /// Zeros when gRPC serves a unix socket (no gate).
+  const ConnectionGateCounters& gate_counters() const {
+    static const ConnectionGateCounters kNone;
+    return gate_ ? gate_->counters() : kNone;
+  }
   void Shutdown();
 
  private:
   class AgentService;
   GrpcEdge() = default;
+  absl::Status StartGated(const GrpcEdgeOptions& options,
+                          const std::shared_ptr<grpc::ServerCredentials>& creds,
+                          grpc::ServerBuilder& builder);
 
   std::unique_ptr<Authorizer> authz_;
   std::unique_ptr<DenialCollector> denials_;

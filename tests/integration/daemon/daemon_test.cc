@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -160,6 +161,27 @@ TEST(DaemonTest, CliStatusReachesTheAgentAndFailsFastOnAnUnreachableOne) {
   EXPECT_THAT(out2, HasSubstr("unreachable"));
   EXPECT_EQ(std::count(out2.begin(), out2.end(), '\n'), 1) << out2;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+// The default install's gRPC: a unix socket only the pod reaches, found by the CLI through
+// EFAWATCH_AGENT (kubectl exec ... efawatch status, no flags).
+TEST(DaemonTest, GrpcOnAUnixSocketServesTheCliNamedByEfawatchAgent) {
+  TempDir dir;
+  const std::string socket = dir.File("grpc.sock");
+  testing::WriteFile(socket, "a file left by a killed agent");
+  Agent agent(dir, {"--grpc-listen=unix:" + socket});
+  ASSERT_TRUE(agent.ports()) << agent.proc().Stderr();
+  struct stat st {};
+  ASSERT_EQ(::stat(socket.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "only the agent's user may connect";
+  auto [rc, out] =
+      testing::RunCommand({"/usr/bin/env", "EFAWATCH_AGENT=unix:" + socket,
+                           testing::BinaryPath("bin/efawatch"), "status", "--format", "json"},
+                          10s);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr("\"efa_devices\":0"));
+  ExpectCleanStop(agent.proc());
 }
 
 void MakeCertificates(const TempDir& dir) {

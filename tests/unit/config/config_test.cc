@@ -113,6 +113,11 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{{"--metrics-listen", "127.0.0.1:70000"}, {}, "port must be"},
                       BadCase{{"--grpc-listen", "300.1.1.1:5"}, {}, "--grpc-listen=300.1.1.1:5"},
                       BadCase{{"--grpc-listen", "10.0.0.1:9478"}, {}, "not a loopback address"},
+                      BadCase{{"--grpc-listen", "unix:grpc.sock"}, {}, "absolute path"},
+                      BadCase{{"--grpc-listen=unix:/run/efawatch/grpc.sock", "--mesh-discovery=dns",
+                               "--mesh-dns-name=agents"},
+                              {},
+                              "needs gRPC on the network"},
                       BadCase{{"--grpc-tls-cert", "/nonexistent/c.pem", "--grpc-tls-key",
                                "/nonexistent/k"},
                               {},
@@ -145,6 +150,10 @@ TEST(ConfigTest, SecurityFlags) {
   EXPECT_EQ(c->probe_allowed_cidrs[1].ToString(), "fd00::/8");
   EXPECT_TRUE(c->probe_allow_loopback) << "loopback gRPC: a local agent probes local agents";
 
+  c = Parse({}, {{"EFAWATCH_GRPC_LISTEN", "unix:/run/efawatch/grpc.sock"}});
+  ASSERT_TRUE(c.ok()) << c.status() << ": plaintext on a unix socket only the pod reaches";
+  EXPECT_EQ(c->grpc_listen, "unix:/run/efawatch/grpc.sock");
+  EXPECT_FALSE(c->probe_allow_loopback) << "a unix socket is not loopback";
   c = Parse({"--grpc-listen=10.0.0.1:9478", "--grpc-insecure"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->probe_allow_loopback) << "an agent on the network never probes loopback";
