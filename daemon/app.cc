@@ -23,6 +23,7 @@
 #include "daemon/rpc/limits_collector.h"
 #include "daemon/rpc/peer_client.h"
 #include "daemon/signals/kube_signals.h"
+#include "daemon/tls/cert_watcher.h"
 #include "daemon/workloads/workloads.h"
 #include "efawatch/version.h"
 #include "lib/common/findings_collector.h"
@@ -175,6 +176,7 @@ absl::Status App::Start() {
   CreateLogs();
   CreateEfa();
   const fabric::EndpointOptions endpoint = CreateFabric();
+  if (auto st = CreateCerts(); !st.ok()) return st;
   if (auto st = CreatePeers(); !st.ok()) return st;
   if (auto st = CreateGrpc(); !st.ok()) return st;
   if (auto st = CreateMesh(endpoint); !st.ok()) return st;
@@ -334,9 +336,31 @@ absl::Status App::CreateGrpc() {
   }
   gopts.max_watch_streams = config_.max_watch_streams;
   gopts.limits = config_.grpc_limits;
+  gopts.tls_refresh = config_.tls_reload_interval;
   auto grpc = rpc::GrpcEdge::Create(gopts, this);
   if (!grpc.ok()) return grpc.status();
   grpc_ = std::move(*grpc);
+  return absl::OkStatus();
+}
+
+// The TLS files in use, watched for renewal: gRPC reads its own copies through its file
+// watchers; the metrics port is told to reload by the watcher (see CreateMetrics).
+absl::Status App::CreateCerts() {
+  std::vector<tls::WatchedFiles> files;
+  if (!config_.grpc_tls_cert.empty()) {
+    // The agent presents its server certificate to peers too (rpc::PeerTls).
+    files.push_back({"server", config_.grpc_tls_cert, config_.grpc_tls_key});
+    files.push_back({"client", config_.grpc_tls_cert, config_.grpc_tls_key});
+  }
+  if (!config_.grpc_tls_client_ca.empty()) files.push_back({"ca", config_.grpc_tls_client_ca, ""});
+  if (!config_.metrics_tls_cert.empty()) {
+    files.push_back({"metrics", config_.metrics_tls_cert, config_.metrics_tls_key});
+  }
+  if (files.empty()) return absl::OkStatus();
+  auto certs = tls::CertificateWatcher::Create(std::move(files), config_.tls_reload_interval,
+                                               clock_, &findings_);
+  if (!certs.ok()) return certs.status();
+  certs_ = *std::move(certs);
   return absl::OkStatus();
 }
 
@@ -363,9 +387,18 @@ absl::Status App::CreateMetrics() {
   limits_collector_ = std::make_unique<rpc::LimitsCollector>(
       grpc_->counters(), grpc_->gate_counters(), memory_budget_);
   collectors.push_back(limits_collector_.get());
+  if (certs_) collectors.push_back(certs_.get());
   auto metrics = exporter::PrometheusEdge::Create(mopts, collectors, &collector_status_, clock_);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
+  if (certs_) {
+    certs_->OnChange("metrics", [this] {
+      if (auto st = metrics_->ReloadTls(); !st.ok()) {
+        spdlog::warn("metrics https: still on the previous certificate: {}",
+                     std::string(st.message()));
+      }
+    });
+  }
   spdlog::info("metrics on {} (port {}, {}), gRPC on {} (port {}, {})", config_.metrics_listen,
                metrics_->port(), MetricsSecurity(config_), config_.grpc_listen, grpc_->port(),
                config_.grpc_tls_cert.empty()        ? "plaintext"
@@ -553,6 +586,8 @@ void App::CreateDoctor() {
 void App::RunDoctor(DoctorDone done) { doctor_->RunAsync(std::move(done)); }
 
 void App::Stop() {
+  // No certificate reload from here on: the watcher calls into the metrics edge.
+  certs_.reset();
   // A coordination in flight is cancelled first: its RunCollective call then finishes at once.
   if (coordination_) coordination_->Stop();
   // A collective in progress is aborted first: its StartCollective call then finishes at once.
@@ -604,7 +639,11 @@ void App::PublishFabricFindings() {
 }
 
 rpc::PeerTls PeerTlsFromConfig(const Config& c) {
-  return {c.grpc_tls_cert, c.grpc_tls_key, c.grpc_tls_client_ca, c.grpc_peer_server_name};
+  return {.cert_file = c.grpc_tls_cert,
+          .key_file = c.grpc_tls_key,
+          .ca_file = c.grpc_tls_client_ca,
+          .server_name = c.grpc_peer_server_name,
+          .refresh = c.tls_reload_interval};
 }
 
 int App::metrics_port() const { return metrics_ ? metrics_->port() : 0; }

@@ -7,7 +7,7 @@ add_library(efawatch_app STATIC ${CMAKE_CURRENT_SOURCE_DIR}/app.cc
                                 ${CMAKE_CURRENT_SOURCE_DIR}/logging.cc)
 efawatch_warnings(efawatch_app)
 target_link_libraries(efawatch_app PUBLIC efawatch_config efawatch_common efawatch_efa
-                                          efawatch_export efawatch_rpc efawatch_agent_ops efawatch_mesh efawatch_version
+                                          efawatch_export efawatch_tls efawatch_rpc efawatch_agent_ops efawatch_mesh efawatch_version
                                           efawatch_pod_analysis efawatch_workloads efawatch_signals
                                           spdlog::spdlog)
 

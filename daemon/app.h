@@ -22,6 +22,9 @@ class LimitsCollector;
 namespace efa {
 class EfaMonitor;
 }
+namespace tls {
+class CertificateWatcher;
+}
 namespace fabric {
 class FabricCollector;
 class FabricService;
@@ -108,6 +111,7 @@ class App final : public rpc::AgentHandler {
   // the on-demand operations built on them.
   absl::Status CreatePeers();
   absl::Status CreateGrpc();
+  absl::Status CreateCerts();
   absl::Status CreateMetrics();
   // Re-evaluates the fabric findings (not on EFA, loopback address) and publishes them. Called at
   // start and from probe threads after each probe.
@@ -147,6 +151,7 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<doctor::DoctorRunner> doctor_;
   std::unique_ptr<signals::KubeSignals> signals_;           // Null when Kubernetes signals are off.
   std::unique_ptr<rpc::LimitsCollector> limits_collector_;  // Reads grpc_'s counters.
+  std::unique_ptr<tls::CertificateWatcher> certs_;          // Null without TLS files.
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };

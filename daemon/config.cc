@@ -173,6 +173,10 @@ const std::vector<Option>& Options() {
        "Most connections to the gRPC port from one address.",
        Int("grpc-max-connections-per-peer", 1, 65536,
            [](Config& c, int64_t n) { c.grpc_limits.per_peer = static_cast<size_t>(n); })},
+      {"tls-reload-interval-ms", false,
+       "How often TLS certificate, key and CA files are read again, so renewed ones are used "
+       "without a restart (gRPC counts whole seconds).",
+       Millis(&Config::tls_reload_interval, "tls-reload-interval-ms", 1000, 86400000)},
       {"grpc-insecure", true, "Allow plaintext gRPC on a non-loopback address.",
        Bool(&Config::grpc_insecure, "grpc-insecure")},
       {"grpc-authz-readers", false,

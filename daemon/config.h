@@ -70,6 +70,8 @@ struct Config {
   // cost a few MiB at most on either port (HTTP: up to 32 KiB of buffers each, touched only as
   // used; gRPC: about 20 KiB each), inside --memory-budget; Prometheus, the kubelet and a fleet's
   // CLI users need a handful.
+  // TLS files (gRPC's, the metrics port's) are read again this often: renewals need no restart.
+  std::chrono::milliseconds tls_reload_interval{30000};
   common::ConnectionLimits metrics_limits{
       .total = 256, .per_peer = 64, .request_deadline = std::chrono::seconds(10)};
   // gRPC's own timeouts end idle and handshaking connections (rpc::GrpcEdgeOptions).

@@ -14,6 +14,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -71,6 +72,7 @@ absl::Status CheckTlsMaterial(const TlsApi& api, const HttpServerOptions& o,
 struct HttpServer::Api {
   decltype(&MHD_start_daemon) start_daemon = nullptr;
   decltype(&MHD_stop_daemon) stop_daemon = nullptr;
+  decltype(&MHD_quiesce_daemon) quiesce_daemon = nullptr;
   decltype(&MHD_get_daemon_info) get_daemon_info = nullptr;
   decltype(&MHD_get_connection_info) get_connection_info = nullptr;
   decltype(&MHD_lookup_connection_value) lookup_connection_value = nullptr;
@@ -97,6 +99,7 @@ struct HttpServer::Api {
     for (const absl::Status& st : {
              mhd->Bind("MHD_start_daemon", &a.start_daemon),
              mhd->Bind("MHD_stop_daemon", &a.stop_daemon),
+             mhd->Bind("MHD_quiesce_daemon", &a.quiesce_daemon),
              mhd->Bind("MHD_get_daemon_info", &a.get_daemon_info),
              mhd->Bind("MHD_get_connection_info", &a.get_connection_info),
              mhd->Bind("MHD_lookup_connection_value", &a.lookup_connection_value),
@@ -257,6 +260,27 @@ struct HttpServer::Callbacks {
   }
 };
 
+// The PEM text of one TLS generation; libmicrohttpd keeps pointers into it while that
+// generation's daemon runs.
+struct HttpServer::Pems {
+  std::string cert, key, ca;
+
+  static absl::StatusOr<std::unique_ptr<Pems>> Read(const HttpServerOptions& o) {
+    auto p = std::make_unique<Pems>();
+    for (const auto& [file, pem] :
+         {std::pair{&o.cert_file, &p->cert}, {&o.key_file, &p->key}, {&o.client_ca_file, &p->ca}}) {
+      if (file->empty()) continue;
+      auto text = common::ReadWholeFile(*file);
+      if (!text.ok()) return text.status();
+      *pem = *std::move(text);
+    }
+    return p;
+  }
+};
+
+HttpServer::HttpServer(const common::Clock& clock, const common::ConnectionLimits& limits)
+    : clock_(clock), table_(limits) {}
+
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
     HttpServerOptions options, std::map<std::string, HttpHandler> handlers,
     const common::Clock& clock) {
@@ -267,68 +291,108 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
   std::unique_ptr<HttpServer> s(new HttpServer(clock, options.limits));
   s->api_ = *api;
   s->handlers_ = std::move(handlers);
-  for (const auto& [file, pem] : {std::pair{&options.cert_file, &s->cert_pem_},
-                                  {&options.key_file, &s->key_pem_},
-                                  {&options.client_ca_file, &s->ca_pem_}}) {
-    if (file->empty()) continue;
-    auto text = common::ReadWholeFile(*file);
-    if (!text.ok()) return text.status();
-    *pem = *std::move(text);
+  s->tls_ =
+      !options.cert_file.empty() || !options.key_file.empty() || !options.client_ca_file.empty();
+  s->verify_clients_ = !options.client_ca_file.empty();
+  s->options_ = std::move(options);
+  s->address_ = *address;
+  auto pems = s->ReadTls();
+  if (!pems.ok()) return pems.status();
+  s->pems_ = *std::move(pems);
+  s->daemon_ = s->Start(*s->pems_, -1);
+  if (s->daemon_ == nullptr) {
+    std::lock_guard lock(s->log_mu_);
+    return absl::UnavailableError(absl::StrCat("metrics listen ", s->options_.listen,
+                                               ": cannot serve ", s->tls_ ? "HTTPS" : "HTTP", " (",
+                                               s->last_log_, ")"));
   }
-  s->tls_ = !s->cert_pem_.empty() || !s->key_pem_.empty() || !s->ca_pem_.empty();
-  if (s->tls_ && (s->cert_pem_.empty() || s->key_pem_.empty())) {
+  const MHD_DaemonInfo* info = s->api_->get_daemon_info(s->daemon_, MHD_DAEMON_INFO_BIND_PORT);
+  s->port_ = info != nullptr && info->port != 0 ? info->port : s->address_.port;
+  s->watchdog_ = std::jthread([self = s.get()](const std::stop_token& stop) { self->Watch(stop); });
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer::Pems>> HttpServer::ReadTls() const {
+  auto pems = Pems::Read(options_);
+  if (!pems.ok()) return pems.status();
+  if (!tls_) return pems;
+  if ((*pems)->cert.empty() || (*pems)->key.empty()) {
     return absl::InvalidArgumentError("HTTPS needs a certificate and a key");
   }
-  if (s->tls_) {
-    if (auto st = CheckTlsMaterial(**api, options, s->cert_pem_, s->key_pem_, s->ca_pem_);
-        !st.ok()) {
-      return st;
-    }
+  if (auto st = CheckTlsMaterial(*api_, options_, (*pems)->cert, (*pems)->key, (*pems)->ca);
+      !st.ok()) {
+    return st;
   }
-  s->verify_clients_ = !s->ca_pem_.empty();
+  return pems;
+}
 
+MHD_Daemon* HttpServer::Start(const Pems& pems, int listen_fd) {
   // epoll, not select: the agent may hold thousands of open log files, and select() cannot watch
-  // a descriptor above 1023.
-  unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
-  if (s->tls_) flags |= MHD_USE_TLS;
-  if (address->v6) flags |= MHD_USE_IPv6;
+  // a descriptor above 1023. ITC: a running daemon can be quiesced, for a certificate reload.
+  unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+  if (tls_) flags |= MHD_USE_TLS;
+  if (address_.v6) flags |= MHD_USE_IPv6;
   // libmicrohttpd's own bounds are a backstop above the table's: the table decides who stays
   // (it needs a newcomer inside libmicrohttpd to cut an older one for it), and libmicrohttpd's
   // per-address limit would refuse before the table could choose. Its inactivity timeout also
   // cuts a client that stops reading its answer.
-  const common::ConnectionLimits& limits = options.limits;
+  const common::ConnectionLimits& limits = options_.limits;
   const auto mhd_limit = static_cast<unsigned int>(limits.total + limits.total / 4 + 16);
   const auto deadline_s = static_cast<unsigned int>(std::max<int64_t>(
       1, std::chrono::ceil<std::chrono::seconds>(limits.request_deadline).count()));
   std::vector<MHD_OptionItem> opts = {
-      {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&Callbacks::Log), s.get()},
-      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Callbacks::Connection), s.get()},
-      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Callbacks::Completed), s.get()},
-      {MHD_OPTION_SOCK_ADDR, 0, &address->storage},
-      {MHD_OPTION_THREAD_POOL_SIZE, options.threads, nullptr},
+      {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&Callbacks::Log), this},
+      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Callbacks::Connection), this},
+      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Callbacks::Completed), this},
+      {MHD_OPTION_THREAD_POOL_SIZE, options_.threads, nullptr},
       {MHD_OPTION_CONNECTION_LIMIT, mhd_limit, nullptr},
       {MHD_OPTION_CONNECTION_TIMEOUT, deadline_s, nullptr},
   };
-  if (s->tls_) {
+  if (listen_fd >= 0) {
+    opts.push_back({MHD_OPTION_LISTEN_SOCKET, listen_fd, nullptr});
+  } else {
+    opts.push_back({MHD_OPTION_SOCK_ADDR, 0, &address_.storage});
+  }
+  if (tls_) {
     opts.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(kPriorities)});
-    opts.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem_.data()});
-    opts.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, s->key_pem_.data()});
+    opts.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(pems.cert.c_str())});
+    opts.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(pems.key.c_str())});
     // Without a client CA, clients are not asked for a certificate at all.
-    if (s->verify_clients_) opts.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, s->ca_pem_.data()});
+    if (verify_clients_) {
+      opts.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(pems.ca.c_str())});
+    }
   }
   opts.push_back({MHD_OPTION_END, 0, nullptr});
-  s->daemon_ = s->api_->start_daemon(flags, address->port, nullptr, nullptr, &Callbacks::Access,
-                                     s.get(), MHD_OPTION_ARRAY, opts.data(), MHD_OPTION_END);
-  if (s->daemon_ == nullptr) {
-    std::lock_guard lock(s->log_mu_);
-    return absl::UnavailableError(absl::StrCat("metrics listen ", options.listen, ": cannot serve ",
-                                               s->tls_ ? "HTTPS" : "HTTP", " (", s->last_log_,
-                                               ")"));
+  return api_->start_daemon(flags, address_.port, nullptr, nullptr, &Callbacks::Access, this,
+                            MHD_OPTION_ARRAY, opts.data(), MHD_OPTION_END);
+}
+
+absl::Status HttpServer::ReloadTls() {
+  if (!tls_) return absl::OkStatus();
+  auto pems = ReadTls();
+  if (!pems.ok()) return pems.status();
+  std::lock_guard lock(reload_mu_);
+  // The running daemon stops accepting and hands over its listening socket; a new one serves
+  // it with the new certificate at once, so no connection is ever refused. Requests in flight
+  // on the old one finish (up to the request deadline) before it stops.
+  const MHD_socket fd = api_->quiesce_daemon(daemon_);
+  if (fd == MHD_INVALID_SOCKET) return absl::InternalError("metrics https: cannot quiesce");
+  MHD_Daemon* next = Start(**pems, fd);
+  if (next == nullptr) {
+    std::lock_guard log(log_mu_);
+    return absl::InternalError(absl::StrCat("metrics https: cannot restart (", last_log_, ")"));
   }
-  const MHD_DaemonInfo* info = s->api_->get_daemon_info(s->daemon_, MHD_DAEMON_INFO_BIND_PORT);
-  s->port_ = info != nullptr && info->port != 0 ? info->port : address->port;
-  s->watchdog_ = std::jthread([self = s.get()](const std::stop_token& stop) { self->Watch(stop); });
-  return s;
+  MHD_Daemon* old = daemon_;
+  daemon_ = next;
+  const auto deadline = clock_.Now() + options_.limits.request_deadline;
+  while (clock_.Now() < deadline) {
+    const MHD_DaemonInfo* info = api_->get_daemon_info(old, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    if (info == nullptr || info->num_connections == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  api_->stop_daemon(old);
+  pems_ = *std::move(pems);  // the old text goes only once its daemon has
+  return absl::OkStatus();
 }
 
 void HttpServer::Started(uint64_t id, int fd, const std::string& peer) {
@@ -399,7 +463,10 @@ HttpServer::~HttpServer() {
   watchdog_ = {};  // stops and joins before the table goes
   // Closes the listening socket and every connection and joins the server's threads: no handler
   // runs once it returns.
-  if (daemon_ != nullptr) api_->stop_daemon(daemon_);
+  {
+    std::lock_guard lock(reload_mu_);
+    if (daemon_ != nullptr) api_->stop_daemon(daemon_);
+  }
   for (const auto& [id, fd] : socket_) {
     if (fd >= 0) ::close(fd);
   }

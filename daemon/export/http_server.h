@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "lib/common/clock.h"
 #include "lib/common/connection_table.h"
+#include "lib/common/listen_address.h"
 
 struct MHD_Daemon;
 
@@ -101,11 +102,20 @@ class HttpServer {
   const HttpServerCounters& counters() const { return counters_; }
   bool tls() const { return tls_; }
 
+  /// HTTPS: reads the certificate, key and CA files again and serves with them from now on,
+  /// without refusing a connection or cutting a request in flight (the old daemon hands its
+  /// socket to a new one and finishes what it has). Unusable files: an error, and the old ones
+  /// stay in use. Plain HTTP: nothing to do. Any thread.
+  absl::Status ReloadTls();
+
  private:
   struct Callbacks;
   struct Api;  // libmicrohttpd and GnuTLS, opened by Create()
-  explicit HttpServer(const common::Clock& clock, const common::ConnectionLimits& limits)
-      : clock_(clock), table_(limits) {}
+  struct Pems;
+  absl::StatusOr<std::unique_ptr<Pems>> ReadTls() const;
+  // Starts a daemon on `listen_fd` (a quiesced daemon's), or binds address_ when it is -1.
+  MHD_Daemon* Start(const Pems& pems, int listen_fd);
+  HttpServer(const common::Clock& clock, const common::ConnectionLimits& limits);
   void Started(uint64_t id, int fd, const std::string& peer);
   void Closed(uint64_t id);
   void Busy(uint64_t id);
@@ -119,8 +129,10 @@ class HttpServer {
   std::map<std::string, HttpHandler> handlers_;
   bool tls_ = false;
   bool verify_clients_ = false;
-  // libmicrohttpd keeps pointers to the PEM text while it runs; they live here.
-  std::string cert_pem_, key_pem_, ca_pem_;
+  HttpServerOptions options_;
+  common::ListenAddress address_;
+  std::mutex reload_mu_;  // one reload at a time; guards daemon_ and pems_ after Create
+  std::unique_ptr<Pems> pems_;
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
   std::mutex log_mu_;

@@ -218,6 +218,8 @@ HttpResponse PrometheusEdge::Metrics(const HttpRequest& request) {
   return r;
 }
 
+absl::Status PrometheusEdge::ReloadTls() { return http_->ReloadTls(); }
+
 PrometheusEdge::~PrometheusEdge() = default;
 
 }  // namespace efawatch::exporter

@@ -61,6 +61,8 @@ class PrometheusEdge {
 
   /// The port actually bound.
   int port() const { return port_; }
+  /// HTTPS: serve with the TLS files as they are now (HttpServer::ReloadTls). Any thread.
+  absl::Status ReloadTls();
 
  private:
   class Scraper;

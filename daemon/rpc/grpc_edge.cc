@@ -3,6 +3,8 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/rpc/node_health_codec.h"
+#include "daemon/rpc/peer_client.h"
 #include "efawatch/v1/agent.grpc.pb.h"
 #include "lib/common/read_file.h"
 #include "proto/codec/collective.h"
@@ -353,20 +356,27 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
   if (options.tls_cert_file.empty()) {
     creds = grpc::InsecureServerCredentials();
   } else {
-    auto cert = common::ReadWholeFile(options.tls_cert_file);
-    if (!cert.ok()) return cert.status();
-    auto key = common::ReadWholeFile(options.tls_key_file);
-    if (!key.ok()) return key.status();
-    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-    if (!options.tls_client_ca_file.empty()) {
-      auto ca = common::ReadWholeFile(options.tls_client_ca_file);
-      if (!ca.ok()) return ca.status();
-      ssl = grpc::SslServerCredentialsOptions(
-          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-      ssl.pem_root_certs = *ca;
+    // Read once here only to name an unreadable file at start. gRPC's provider reads them again
+    // every refresh period: renewed certificates (kubelet swaps a Secret's files at once) and a
+    // CA bundle holding the old and the new CA during a rotation are used without a restart,
+    // and handshakes in flight keep what they started with.
+    for (const std::string* file :
+         {&options.tls_cert_file, &options.tls_key_file, &options.tls_client_ca_file}) {
+      if (file->empty()) continue;
+      if (auto text = common::ReadWholeFile(*file); !text.ok()) return text.status();
     }
-    ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    creds = grpc::SslServerCredentials(ssl);
+    auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+        options.tls_key_file, options.tls_cert_file, options.tls_client_ca_file,
+        RefreshSeconds(options.tls_refresh));
+    grpc::experimental::TlsServerCredentialsOptions tls(provider);
+    tls.watch_identity_key_cert_pairs();
+    if (options.tls_client_ca_file.empty()) {
+      tls.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    } else {
+      tls.watch_root_certs();
+      tls.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    }
+    creds = grpc::experimental::TlsServerCredentials(tls);
   }
 
   gpr_set_log_function(ForwardGrpcLog);

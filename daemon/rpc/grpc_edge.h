@@ -25,7 +25,8 @@ struct GrpcEdgeOptions {
   std::string tls_cert_file;  // empty: plaintext (config validation allows it on loopback only)
   std::string tls_key_file;
   std::string tls_client_ca_file;  // non-empty: mutual TLS, client certificates required
-  AuthzOptions authz;              // identities per role; none: every caller may call anything
+  std::chrono::milliseconds tls_refresh{30000};  // the files are read again this often
+  AuthzOptions authz;  // identities per role; none: every caller may call anything
   /// WatchFindings streams open at once; further ones get RESOURCE_EXHAUSTED. Each costs a
   /// subscription the findings board calls on every publish and a queue of up to 1,024 events.
   size_t max_watch_streams = 32;

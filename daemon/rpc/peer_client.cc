@@ -1,7 +1,10 @@
 #include "daemon/rpc/peer_client.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 
+#include <algorithm>
 #include <future>
 
 #include "absl/strings/str_cat.h"
@@ -32,19 +35,25 @@ const char* Summary(const grpc::Status& s) {
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> PeerCredentials(const PeerTls& tls) {
   if (tls.cert_file.empty()) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions ssl;
-  auto cert = common::ReadWholeFile(tls.cert_file);
-  if (!cert.ok()) return cert.status();
-  auto key = common::ReadWholeFile(tls.key_file);
-  if (!key.ok()) return key.status();
-  ssl.pem_cert_chain = *cert;
-  ssl.pem_private_key = *key;
-  if (!tls.ca_file.empty()) {
-    auto ca = common::ReadWholeFile(tls.ca_file);
-    if (!ca.ok()) return ca.status();
-    ssl.pem_root_certs = *ca;
+  // Read once here only to name an unreadable file at start; gRPC's provider reads them again
+  // every refresh period, so renewed certificates and CA bundles are used without a restart.
+  for (const std::string* file : {&tls.cert_file, &tls.key_file, &tls.ca_file}) {
+    if (file->empty()) continue;
+    if (auto text = common::ReadWholeFile(*file); !text.ok()) return text.status();
   }
-  return grpc::SslCredentials(ssl);
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      tls.key_file, tls.cert_file, tls.ca_file, RefreshSeconds(tls.refresh));
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(provider);
+  options.watch_identity_key_cert_pairs();
+  // Without a CA file, the system's roots (as SslCredentials did).
+  if (!tls.ca_file.empty()) options.watch_root_certs();
+  return grpc::experimental::TlsCredentials(options);
+}
+
+unsigned int RefreshSeconds(std::chrono::milliseconds refresh) {
+  return static_cast<unsigned int>(
+      std::max<int64_t>(1, std::chrono::ceil<std::chrono::seconds>(refresh).count()));
 }
 
 std::shared_ptr<grpc::Channel> PeerChannel(const std::string& agent,

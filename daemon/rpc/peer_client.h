@@ -31,7 +31,12 @@ struct PeerTls {
   /// Name to check the peer's certificate against instead of the address dialled: agents are
   /// dialled by pod IP, while a fleet certificate usually names a service.
   std::string server_name;
+  /// How often the files are read again (renewals); gRPC counts it in whole seconds.
+  std::chrono::milliseconds refresh{30000};
 };
+
+/// A refresh period as gRPC's file watchers take it: whole seconds, at least one.
+unsigned int RefreshSeconds(std::chrono::milliseconds refresh);
 
 /// Channel credentials for PeerTls; INVALID_ARGUMENT names an unreadable file.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> PeerCredentials(const PeerTls& tls);

@@ -373,6 +373,17 @@ std::vector<MetricDef> BuildTable() {
        "connection gate could not be reached); evicted (cut, having been idle longest, to admit "
        "a newcomer at a bound). See docs/security.md, Listeners.",
        {"outcome"}},
+      {M::kTlsCertificateExpiryTimestampSeconds.name(),
+       T::kGauge,
+       "End of validity (Unix time) of the earliest certificate in each set of TLS files the "
+       "agent uses: use server (gRPC), client (to peers), ca (the client CA bundle), metrics. "
+       "Read again whenever the files change.",
+       {"use"}},
+      {M::kTlsReloadFailuresTotal.name(),
+       T::kCounter,
+       "Times a set of TLS files changed but could not be used (no PEM certificate, or a key "
+       "that does not match): the previous files stay in use.",
+       {"use"}},
       {M::kMetricsScrapesRefusedTotal.name(),
        T::kCounter,
        "Requests for /metrics over HTTPS refused: reason client_certificate (none, or not of the "

@@ -100,6 +100,9 @@ struct M {
   static constexpr Metric kMetricsScrapesRefusedTotal{"efawatch_metrics_scrapes_refused_total"};
   static constexpr Metric kMetricsConnectionsTotal{"efawatch_metrics_connections_total"};
   static constexpr Metric kRpcConnectionsTotal{"efawatch_rpc_connections_total"};
+  static constexpr Metric kTlsCertificateExpiryTimestampSeconds{
+      "efawatch_tls_certificate_expiry_timestamp_seconds"};
+  static constexpr Metric kTlsReloadFailuresTotal{"efawatch_tls_reload_failures_total"};
   static constexpr Metric kInternalErrorsTotal{"efawatch_internal_errors_total"};
   static constexpr Metric kLogsCheckpointsSetAsideTotal{
       "efawatch_logs_checkpoints_set_aside_total"};
