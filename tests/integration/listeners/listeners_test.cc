@@ -91,9 +91,10 @@ int GetWithinOneSecond(const std::string& url, const std::vector<std::string>& t
 // The value of one series in the agent's /metrics over plain HTTP; -1 when absent.
 double Metric(int port, const std::string& series) {
   const auto [code, body] = testing::HttpGet(port, "/metrics");
-  const auto at = body.find(series + " ");
+  // At a line's start: the name alone also appears in its # HELP and # TYPE lines.
+  const auto at = body.find("\n" + series + " ");
   if (code != 200 || at == std::string::npos) return -1;
-  return std::atof(body.c_str() + at + series.size() + 1);
+  return std::atof(body.c_str() + at + series.size() + 2);
 }
 
 long RssKiB(pid_t pid) {
