@@ -209,9 +209,12 @@ PodAnalysis::PodAnalysis(const PodAnalysisOptions& options, const common::Clock&
     : options_(options), clock_(clock), board_(board), tailer_(tailer) {}
 
 PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
-  // Lines arrive in runs from one file: the tailer's LogSource object is stable while the file
-  // is followed, so its address finds the container without building a key per line.
-  if (&source == last_source_ && last_path_ == &source.path && last_ != nullptr) return *last_;
+  // Lines arrive in runs from one file: the last file's path finds its container without
+  // building a key per line. By value, not by the LogSource's address: the tailer builds
+  // another pod's LogSource where a freed one was (a stack object per file rotated while the
+  // agent was down, a reused allocation), and an address cache then credited that pod's lines
+  // to the previous one.
+  if (last_ != nullptr && source.path.native() == last_path_) return *last_;
   const std::string key = source.Key();
   auto it = containers_.find(key);
   if (it == containers_.end()) {
@@ -235,8 +238,7 @@ PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
     c.source_name = source.path.string();
     if (c.files.size() < kMaxFilesNamed) c.files.insert(c.source_name);
   }
-  last_source_ = &source;
-  last_path_ = &source.path;
+  last_path_ = source.path.native();
   last_ = &c;
   return c;
 }

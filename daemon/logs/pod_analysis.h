@@ -162,9 +162,8 @@ class PodAnalysis final : public LineSink, public common::Collector {
   std::map<std::string, Container> containers_;  // tailer thread only
   uint64_t evicted_ = 0;
   uint64_t comms_dropped_retired_ = 0;      // by containers that are gone from containers_
-  const LogSource* last_source_ = nullptr;  // OnLine's cache; see Get()
-  const std::filesystem::path* last_path_ = nullptr;
-  Container* last_ = nullptr;
+  std::string last_path_;     // OnLine's cache; see Get()
+  Container* last_ = nullptr;  // the container of last_path_; null: look it up
 
   mutable std::mutex mu_;                             // guards the fields below
   std::map<std::string, ContainerVerdict> verdicts_;  // updated in place, entry by entry

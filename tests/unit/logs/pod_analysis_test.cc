@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -173,6 +176,27 @@ TEST(PodAnalysisTest, LinesWithoutNcclOnlyMoveTheLineCount) {
   EXPECT_EQ(after[0].nccl_lines, before[0].nccl_lines);
   EXPECT_TRUE(after[0].nccl.tcp_fallback);
   EXPECT_EQ(f.board.Snapshot()->size(), findings_before);
+}
+
+// The tailer may free one file's LogSource and build another pod's in the same storage within
+// a pass (a Tracked object on the stack for a file rotated while the agent was down, or a freed
+// one reused by the allocator): lines must go to the pod the source names, not to the one whose
+// source last lived at that address. (Lines moved between pods after every SIGKILL restart.)
+TEST(PodAnalysisTest, ASourceBuiltWhereAnotherPodsWasGetsItsOwnLines) {
+  Fed f;
+  std::optional<LogSource> slot;
+  const std::string chatter = Cri("step 1") + "\n" + Cri("step 2") + "\n";
+  for (int pod = 0; pod < 3; ++pod) {
+    slot.emplace(Source());
+    slot->pod = "w-" + std::to_string(pod);
+    slot->path = "/var/log/pods/train_w-" + std::to_string(pod) + "_uid/main/0.log";
+    for (int k = 0; k <= pod; ++k) f.pods.OnLines(*slot, 1 + 2 * k, 2, chatter);
+    slot.reset();
+  }
+  f.pods.OnPassComplete();
+  std::map<std::string, uint64_t> lines;
+  for (const auto& v : f.pods.Verdicts()) lines[v.source.pod] = v.lines;
+  EXPECT_EQ(lines, (std::map<std::string, uint64_t>{{"w-0", 2}, {"w-1", 4}, {"w-2", 6}}));
 }
 
 TEST(PodAnalysisTest, GoneContainerComesBackWhenWrittenAgain) {
