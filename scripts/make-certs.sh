@@ -15,8 +15,8 @@
 #   NAME.pem NAME.key          client, SAN DNS:NAME, for each --client NAME (give NAME a role
 #                              with --grpc-authz-operators or --grpc-authz-readers)
 #   secrets.yaml               with --secrets NS: Secrets efawatch-agent-tls (mounted by the
-#                              DaemonSet), efawatch-operator-tls and efawatch-reader-tls, each of
-#                              type kubernetes.io/tls with ca.crt, in namespace NS
+#                              certs-secret component), efawatch-operator-tls, efawatch-reader-tls;
+#                              each of type kubernetes.io/tls with ca.crt, in namespace NS
 set -euo pipefail
 
 out=./efawatch-certs

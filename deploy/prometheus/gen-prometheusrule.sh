@@ -15,7 +15,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 rules="$here/efawatch-rules.yml"
-committed="$here/../kubernetes/monitoring/prometheusrule.yaml"
+committed="$here/../kubernetes/components/prometheus-operator/prometheusrule.yaml"
 DEFAULT_RUNBOOK_BASE="https://github.com/efawatch/efawatch/blob/main/docs"
 
 usage() { sed -n '2,15s/^# \{0,1\}//p' "$0" >&2; exit 2; }
@@ -67,6 +67,9 @@ apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
 metadata:
   name: efawatch
+  # In the agent's namespace, as the base's objects: a component's resources get no namespace
+  # from the base's kustomization.
+  namespace: efawatch
   labels:
     app.kubernetes.io/name: efawatch
 spec:

@@ -5,9 +5,9 @@
 //   - efawatch-rules.test.yml has, for every alert, a case where it fires and one where it does
 //     not (promtool only runs the cases that exist), and every firing case names its `node`
 //     (only cluster-scoped alerts have none);
-//   - the PrometheusRule in deploy/kubernetes/monitoring holds the same groups with every
-//     runbook_url absolute under the generator's default base, and the generator given another
-//     base links every alert to an existing anchor under it;
+//   - the PrometheusRule of deploy/kubernetes/components/prometheus-operator holds the same
+//     groups with every runbook_url absolute under the generator's default base, and the
+//     generator given another base links every alert to an existing anchor under it;
 //   - the labels deploy/prometheus/alertmanager.yml inhibits on (`equal`) are on every firing
 //     case of the alerts its rules name;
 //   - every critical finding kind of docs/findings.md and docs/nccl-findings.md has an alert;
@@ -25,7 +25,7 @@ const src = process.argv[2] ?? "../../..";
 const read = (p) => readFileSync(`${src}/${p}`, "utf8");
 const rules = parse(read("deploy/prometheus/efawatch-rules.yml"));
 const tests = parse(read("deploy/prometheus/efawatch-rules.test.yml"));
-const operator = parse(read("deploy/kubernetes/monitoring/prometheusrule.yaml"));
+const operator = parse(read("deploy/kubernetes/components/prometheus-operator/prometheusrule.yaml"));
 const alertmanager = parse(read("deploy/prometheus/alertmanager.yml"));
 const generator = `${src}/deploy/prometheus/gen-prometheusrule.sh`;
 const runbook = read("docs/runbook.md");

@@ -58,7 +58,7 @@ const want = {
   "per EFA device, with the drop rules": perDevice.filter((m) => !dropped(m.name)).length,
   "per container with NCCL output": perContainer.length,
   "per NCCL communicator": metrics.filter((m) => m.name === "efawatch_nccl_communicator_info").length,
-  "per mesh peer (device overlays)": perPeer,
+  "per mesh peer (`fabric-probes`)": perPeer,
 };
 for (const [unit, n] of Object.entries(want)) {
   if (stated[unit] !== n) errs.push(`docs/sizing.md: "${unit}" says ${stated[unit]}, metrics.md gives ${n}`);

@@ -4,8 +4,8 @@
 // The operator adds target labels of the same names (the agent pod's own: namespace=efawatch,
 // pod=efawatch-xxxxx, container=efawatchd), and what the series keep depends on settings outside
 // this repository (docs/deploy.md, "Prometheus Operator settings that break the alerts"):
-//   - the shipped ServiceMonitor (honorLabels as deploy/kubernetes/monitoring says): the agent's
-//     labels win: one alert for the job, in the job's namespace;
+//   - the shipped ServiceMonitor (honorLabels as the prometheus-operator component says): the
+//     agent's labels win: one alert for the job, in the job's namespace;
 //   - overrideHonorLabels: true on the Prometheus (honor_labels forced off): the agent's labels
 //     become exported_namespace/exported_pod/exported_container and every pod on a node looks
 //     like the agent pod: no alert finds the job in its namespace (the NCCL alerts name the
@@ -28,8 +28,8 @@ import { parse, stringify } from "yaml";
 
 const src = process.argv[2] ?? "../../..";
 const read = (p) => readFileSync(`${src}/${p}`, "utf8");
-const sm = parse(read("deploy/kubernetes/monitoring/servicemonitor.yaml"));
-const smNamespace = parse(read("deploy/kubernetes/monitoring/kustomization.yaml")).namespace;
+const sm = parse(read("deploy/kubernetes/components/prometheus-operator/servicemonitor.yaml"));
+const smNamespace = sm.metadata.namespace;
 const service = parse(read("deploy/kubernetes/base/service.yaml"));
 const rulesText = read("deploy/prometheus/efawatch-rules.yml");
 const [endpoint] = sm.spec.endpoints;
@@ -199,7 +199,7 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 if (endpoint.honorLabels !== true) {
-  errs.push("deploy/kubernetes/monitoring/servicemonitor.yaml: honorLabels is not true");
+  errs.push("deploy/kubernetes/components/prometheus-operator/servicemonitor.yaml: honorLabels is not true");
 }
 for (const e of errs) console.error(e);
 if (errs.length) process.exit(1);

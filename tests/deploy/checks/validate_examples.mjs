@@ -3,16 +3,50 @@
 // worker group) against the Kubernetes PodTemplate schema (kubernetes-models), and the
 // RayCluster's own fields by a structural check of what KubeRay's ray.io/v1 CRD requires. Then
 // the promises the example makes for the agent: NCCL_DEBUG=INFO, FI_PROVIDER=efa, loopback
-// excluded from NCCL_SOCKET_IFNAME, /tmp/ray on an emptyDir in every Ray container, and the
-// seed's shape (2 x g6.12xlarge, 4 GPUs and one EFA device each).
+// excluded from NCCL_SOCKET_IFNAME, /tmp/ray on an emptyDir in every Ray container, the seed's
+// shape (2 x g6.12xlarge, 4 GPUs and one EFA device each), and no training pod that needs more
+// EFAs than its node has left beside the agent: where the efa-device component schedules an
+// agent it holds one of the node's EFAs (docs/deploy.md, "Single-EFA instances").
 //
 //   node validate_examples.mjs <example.yaml>...
 //   node validate_examples.mjs --self-test
 //
 // Exits 1 with one line per problem.
 import { readFileSync } from "node:fs";
-import { parseAllDocuments } from "yaml";
+import { fileURLToPath } from "node:url";
+import { parse, parseAllDocuments } from "yaml";
 import { PodTemplate } from "kubernetes-models/v1/PodTemplate";
+import { EFA_DEVICES } from "./efa_types.mjs";
+
+// The instance types the efa-device component schedules an agent on, each taking one EFA.
+const src = process.env.EFAWATCH_SOURCE_DIR ?? fileURLToPath(new URL("../../..", import.meta.url));
+function efaDeviceTypes() {
+  const patch = parse(readFileSync(
+    `${src}/deploy/kubernetes/components/efa-device/daemonset-efa-device.yaml`, "utf8"));
+  const terms = patch.spec.template.spec.affinity.nodeAffinity
+    .requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+  return new Set(terms.flatMap((t) => t.matchExpressions ?? [])
+    .filter((e) => e.key === "node.kubernetes.io/instance-type" && e.operator === "In")
+    .flatMap((e) => e.values));
+}
+
+// A worker pod (one per node) asks for more EFAs than its node has for it: all there are, less
+// the one an efa-device agent holds on that type.
+function efaShareErrors(where, pod, agentTypes) {
+  const type = pod.nodeSelector?.["node.kubernetes.io/instance-type"];
+  const total = EFA_DEVICES.get(type);
+  if (total === undefined) return [];
+  const left = total - (agentTypes.has(type) ? 1 : 0);
+  const errs = [];
+  for (const c of pod.containers) {
+    const n = Number(c.resources?.limits?.["vpc.amazonaws.com/efa"] ?? 0);
+    if (n > left) {
+      errs.push(`${where}: ${c.name} requests ${n} of ${type}'s ${total} EFA(s), but the efa-device ` +
+        `component's agent holds one there: the pod or the agent stays Pending`);
+    }
+  }
+  return errs;
+}
 
 function templateErrors(where, template) {
   if (!template?.spec) return [`${where}: no pod template`];
@@ -64,7 +98,7 @@ function rayClusterErrors(rc) {
 }
 
 // What the example promises for NCCL's output to reach the agent, and the seed's shape.
-function promiseErrors(rc) {
+function promiseErrors(rc, agentTypes = efaDeviceTypes()) {
   const errs = [];
   const where = `RayCluster/${rc.metadata?.name}`;
   const groups = [rc.spec.headGroupSpec, ...(rc.spec.workerGroupSpecs ?? [])];
@@ -84,6 +118,7 @@ function promiseErrors(rc) {
   const gpu = workers.filter((g) => g.template.spec.containers.some(
     (c) => String(c.resources?.limits?.["nvidia.com/gpu"]) === "4"));
   if (gpu.length !== 1 || gpu[0].replicas !== 2) errs.push(`${where}: not 2 workers with 4 GPUs`);
+  for (const g of workers) errs.push(...efaShareErrors(where, g.template.spec, agentTypes));
   for (const g of gpu) {
     const pod = g.template.spec;
     if (pod.nodeSelector?.["node.kubernetes.io/instance-type"] !== "g6.12xlarge") {
@@ -151,7 +186,25 @@ function selfTest() {
     console.error("self-test: a cluster without the /tmp/ray emptyDir should have been rejected");
     process.exit(1);
   }
-  console.log("self-test: invalid RayClusters rejected");
+  const onType = (type, efa) => ({ nodeSelector: { "node.kubernetes.io/instance-type": type },
+    containers: [{ name: "w", resources: { limits: { "vpc.amazonaws.com/efa": efa } } }] });
+  if (efaShareErrors("x", onType("g6.12xlarge", 1), new Set(["p5.48xlarge"])).length ||
+      efaShareErrors("x", onType("p5.48xlarge", 31), new Set(["p5.48xlarge"])).length) {
+    console.error("self-test: a pod that leaves the agent its EFA was rejected");
+    process.exit(1);
+  }
+  for (const [what, pod, types] of [
+    ["a g6.12xlarge pod beside an efa-device agent", onType("g6.12xlarge", 1), new Set(["g6.12xlarge"])],
+    ["a p5.48xlarge pod with all 32 EFAs beside an efa-device agent", onType("p5.48xlarge", 32),
+     new Set(["p5.48xlarge"])],
+  ]) {
+    if (!efaShareErrors("x", pod, types).length) {
+      console.error(`self-test: ${what} should have been rejected`);
+      process.exit(1);
+    }
+  }
+  console.log("self-test: invalid RayClusters, and training pods that compete with the agent " +
+    "for a node's EFAs, rejected");
 }
 
 const args = process.argv.slice(2);

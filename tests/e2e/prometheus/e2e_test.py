@@ -24,9 +24,9 @@ only change; see write_rules), scraped and evaluated every second. Every wait po
 deadline. Needs /usr/bin/prometheus and the built efawatchd and efawatch (EFAWATCH_BINARY_DIR).
 
 With --tls (ctest e2e_prometheus_tls), instead: an agent serves /metrics over HTTPS with the
-settings the metrics-tls overlay gives it (its DaemonSet patch's EFAWATCH_METRICS_* with the
+settings the metrics-tls component gives it (its DaemonSet patch's EFAWATCH_METRICS_* with the
 Secret's files from scripts/make-certs.sh) and a bearer token, and Prometheus scrapes it as the
-overlay's ServiceMonitor does (tls_config with the CA, the reader's client certificate and the
+component's ServiceMonitor does (tls_config with the CA, the reader's client certificate and the
 agents' certificate name) plus the token's credentials_file. Checked: that target is up and its
 metrics arrive, also after the token file is rewritten with a new token; the same target scraped
 without a client certificate, or without the token, is down.
@@ -494,7 +494,7 @@ def main():
                 "--instance-type=p5.48xlarge",
                 "--efa-evaluate-interval-seconds=1",
                 "--efa-min-read-interval-ms=200",
-                # The ping mesh as the EFA overlays run it, over tcp on loopback, quicker.
+                # The ping mesh as fabric-probes runs it, over tcp on loopback, quicker.
                 "--mesh-discovery=static",
                 f"--mesh-peers={PEER_NODE}=127.0.0.1:{peer_grpc},{DEAD_NODE}=127.0.0.1:{dead_port}",
                 # A pong later than 500 ms is lost: generous, so a loaded CI machine does not
@@ -575,27 +575,27 @@ def main():
     print("1 passed, 0 failed")
 
 
-OVERLAY_TLS = SOURCE / "deploy/kubernetes/overlays/metrics-tls"
+OVERLAY_TLS = SOURCE / "deploy/kubernetes/components/metrics-tls"
 
 
 def overlay_metrics_tls(certs):
-    """The agent's metrics TLS settings from the metrics-tls overlay (the EFAWATCH_METRICS_* of its
-    DaemonSet patch), the Secret's files mapped to make-certs.sh's, and the certificate name its
-    ServiceMonitor checks."""
+    """The agent's metrics TLS settings from the metrics-tls component (the EFAWATCH_METRICS_* of
+    its DaemonSet patch), the Secret's files mapped to make-certs.sh's, and the certificate name
+    its ServiceMonitor patch checks."""
     files = {"tls.crt": certs / "agent.pem", "tls.key": certs / "agent.key",
              "ca.crt": certs / "ca.pem"}
     patch = (OVERLAY_TLS / "daemonset-metrics-tls.yaml").read_text()
     env = {name: str(files[pathlib.PurePosixPath(value).name])
            for name, value in re.findall(r"- name: (EFAWATCH_METRICS_\w+)\n\s+value: (\S+)", patch)}
     assert {"EFAWATCH_METRICS_TLS_CERT", "EFAWATCH_METRICS_TLS_CLIENT_CA"} <= env.keys(), (
-        f"the metrics-tls overlay no longer sets the agent's TLS and client CA: {env}")
+        f"the metrics-tls component no longer sets the agent's TLS and client CA: {env}")
     monitor = (OVERLAY_TLS / "servicemonitor-tls.yaml").read_text()
     server_name = re.search(r"serverName: (\S+)", monitor).group(1)
     return env, server_name
 
 
 def write_tls_prometheus_config(path, certs, token, server_name, port):
-    """Three jobs scraping the same agent: as the overlay's ServiceMonitor does plus the token
+    """Three jobs scraping the same agent: as the component's ServiceMonitor does plus the token
     (job efawatch), and without the client certificate or without the token (both refused)."""
     def job(name, client_cert, with_token):
         tls = {"ca_file": str(certs / "ca.pem"), "server_name": server_name}

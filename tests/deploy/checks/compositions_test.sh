@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Renders every overlay and every combination of components docs/deploy.md documents, each with
+# `kubectl kustomize` and nothing on stderr, and validates each rendering: the schemas, Secrets
+# that nothing creates, plaintext gRPC off the pod, the default's promises, and the rest of
+# validate_manifests.mjs (compositions.mjs says what else).
+set -euo pipefail
+src="${EFAWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../../.." && pwd)}"
+here="$src/tests/deploy/checks"
+for tool in kubectl node; do
+  command -v "$tool" >/dev/null || { echo "$tool not found: run scripts/setup.sh" >&2; exit 1; }
+done
+[ -d "$here/node_modules/kubernetes-models" ] ||
+  { echo "tests/deploy/checks/node_modules missing: run scripts/setup.sh" >&2; exit 1; }
+bash "$here/kubectl_version.sh"
+node "$here/compositions.mjs" "$src"
