@@ -168,6 +168,8 @@ absl::Status CertificateWatcher::Collect(std::chrono::steady_clock::time_point /
     }
     sink.Add(metrics::M::kTlsReloadFailuresTotal, {{"use", e.files.use}},
              static_cast<double>(e.state.reload_failures));
+    sink.Add(metrics::M::kTlsReloadFailing, {{"use", e.files.use}},
+             e.state.problem.empty() ? 0 : 1);
   }
   return absl::OkStatus();
 }

@@ -384,6 +384,11 @@ std::vector<MetricDef> BuildTable() {
        "Times a set of TLS files changed but could not be used (no PEM certificate, or a key "
        "that does not match): the previous files stay in use.",
        {"use"}},
+      {M::kTlsReloadFailing.name(),
+       T::kGauge,
+       "1 while the latest change of a set of TLS files could not be used (the agent runs on the "
+       "previous files; a renewal has not taken effect); 0 otherwise.",
+       {"use"}},
       {M::kMetricsScrapesRefusedTotal.name(),
        T::kCounter,
        "Requests for /metrics over HTTPS refused: reason client_certificate (none, or not of the "

@@ -103,6 +103,7 @@ struct M {
   static constexpr Metric kTlsCertificateExpiryTimestampSeconds{
       "efawatch_tls_certificate_expiry_timestamp_seconds"};
   static constexpr Metric kTlsReloadFailuresTotal{"efawatch_tls_reload_failures_total"};
+  static constexpr Metric kTlsReloadFailing{"efawatch_tls_reload_failing"};
   static constexpr Metric kInternalErrorsTotal{"efawatch_internal_errors_total"};
   static constexpr Metric kLogsCheckpointsSetAsideTotal{
       "efawatch_logs_checkpoints_set_aside_total"};
