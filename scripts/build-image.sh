@@ -46,6 +46,12 @@ while (($#)); do
   esac
 done
 die() { echo "build-image: $*" >&2; exit 2; }
+# Any other failure names its line (die's exit 2 has said why already).
+on_error() {
+  local rc=$?
+  ((rc == 2)) || echo "build-image: line $1 failed ($rc): $2" >&2
+}
+trap 'on_error "$LINENO" "$BASH_COMMAND"' ERR
 command -v buildah >/dev/null ||
   die "buildah not installed (Debian: apt-get install buildah; scripts/setup.sh installs it)"
 [[ $(id -u) -eq 0 ]] || die "needs root (buildah's storage, and files owned by the image's user)"
@@ -111,7 +117,7 @@ dlopened=$(grep -m1 -oE 'for so in [^;]+;' "$src/deploy/Dockerfile" |
   sed -E 's/for so in (.*);/\1/')
 [[ -n $dlopened ]] || die "no 'for so in ...;' list of opened libraries in deploy/Dockerfile"
 for so in $dlopened; do
-  path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+  path=$(ldconfig -p | awk -v so="$so" '$1 == so && !f { print $NF; f = 1 }')
   [[ -n $path ]] || die "$so not installed here (scripts/setup.sh installs its package)"
   libs+=$'\n'"$path"$'\n'"$(needed "$path")"
 done
@@ -170,7 +176,7 @@ files=$(find "$rootfs" -name '*.so*' -type f | wc -l)
 size=$(du -sk --apparent-size "$rootfs" | cut -f1)
 echo "build-image: $out: $((size / 1024)) MiB unpacked, $(($(stat -c %s "$out") / 1024 / 1024))" \
   "MiB archive; $files library files; revision ${revision:-unknown}"
-if ! "$bin/efawatch-rpc" version | grep -q 'NCCL probe not built'; then
+if [[ $("$bin/efawatch-rpc" version) != *"NCCL probe not built"* ]]; then
   echo "build-image: note: a CUDA build; the image has no libcudart or libnccl, so its NCCL probe" \
     "needs them from the node (LD_LIBRARY_PATH); deploy/Dockerfile builds without CUDA"
 fi
