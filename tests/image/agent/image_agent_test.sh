@@ -17,6 +17,7 @@
 # Needs root, buildah, curl, openssl, python3 and ps (scripts/setup.sh installs them); exits 77
 # (skipped) with the reason otherwise.
 # Usage: image_agent_test.sh path/to/efawatchd path/to/efawatch path/to/efawatch-rpc
+# KEEP_LOGS=DIR keeps the logs (build, agents, API server) there.
 set -euo pipefail
 
 usage="usage: $0 path/to/efawatchd path/to/efawatch path/to/efawatch-rpc"
