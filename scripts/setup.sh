@@ -16,6 +16,9 @@ packages=(
   # tests and benchmarks: promtool/prometheus, amtool/alertmanager, libfabric's fabtests tools,
   # certificates, network namespaces and fault injection, reference tools
   prometheus prometheus-alertmanager libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3 time dnsmasq-base
+  # the image (scripts/build-image.sh, tests/image): buildah builds it from scratch and runs it
+  # (chroot isolation, vfs storage: no daemon, no runc); the verbs providers (libefa) go into it
+  buildah ibverbs-providers
 )
 # Deploy checks (tests/deploy): `kubectl kustomize` builds the manifests, node runs the schema
 # validation. Debian packages kubectl as kubernetes-client; a kubectl or node already on PATH
