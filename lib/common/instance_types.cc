@@ -11,10 +11,34 @@ unsigned ExpectedEfaDevices(const std::string& instance_type) {
   // p5/p5e, p5en and p6-b200 as cluster health checks count them). An instance launched with
   // fewer EFAs than its type supports needs --efa-expected-devices.
   static const std::map<std::string, unsigned> kExpected = {
-      {"p4d.24xlarge", 4},    {"p4de.24xlarge", 4},    {"p5.48xlarge", 32}, {"p5e.48xlarge", 32},
-      {"p5en.48xlarge", 16},  {"p6-b200.48xlarge", 8}, {"g6.12xlarge", 1},  {"g6.48xlarge", 1},
-      {"g6e.12xlarge", 1},    {"g6e.24xlarge", 2},     {"g6e.48xlarge", 4}, {"trn1.32xlarge", 8},
+      {"p4d.24xlarge", 4},
+      {"p4de.24xlarge", 4},
+      {"p5.48xlarge", 32},
+      {"p5e.48xlarge", 32},
+      {"p5en.48xlarge", 16},
+      {"p6-b200.48xlarge", 8},
+      {"g6.12xlarge", 1},
+      {"g6.48xlarge", 1},
+      {"g6e.12xlarge", 1},
+      {"g6e.24xlarge", 2},
+      {"g6e.48xlarge", 4},
+      {"trn1.32xlarge", 8},
       {"trn1n.32xlarge", 16},
+      // Smaller sizes of the same families that take one EFA, and Trainium2 (EFAv3, 16 per
+      // node): EC2 User Guide, "Supported instance types" for EFA, and describe-instance-types'
+      // NetworkInfo.EfaInfo.MaximumEfaInterfaces.
+      {"g5.8xlarge", 1},
+      {"g5.12xlarge", 1},
+      {"g5.16xlarge", 1},
+      {"g5.24xlarge", 1},
+      {"g5.48xlarge", 1},
+      {"g6.8xlarge", 1},
+      {"g6.16xlarge", 1},
+      {"g6.24xlarge", 1},
+      {"g6e.8xlarge", 1},
+      {"g6e.16xlarge", 1},
+      {"trn2.48xlarge", 16},
+      {"trn2u.48xlarge", 16},
   };
   auto it = kExpected.find(instance_type);
   return it == kExpected.end() ? 0 : it->second;

@@ -12,6 +12,9 @@ export const EFA_DEVICES = new Map([
   ["p5en.48xlarge", 16], ["p6-b200.48xlarge", 8], ["g6.12xlarge", 1], ["g6.48xlarge", 1],
   ["g6e.12xlarge", 1], ["g6e.24xlarge", 2], ["g6e.48xlarge", 4], ["trn1.32xlarge", 8],
   ["trn1n.32xlarge", 16],
+  ["g5.8xlarge", 1], ["g5.12xlarge", 1], ["g5.16xlarge", 1], ["g5.24xlarge", 1],
+  ["g5.48xlarge", 1], ["g6.8xlarge", 1], ["g6.16xlarge", 1], ["g6.24xlarge", 1],
+  ["g6e.8xlarge", 1], ["g6e.16xlarge", 1], ["trn2.48xlarge", 16], ["trn2u.48xlarge", 16],
 ]);
 
 // Types where the agent's own EFA would be the node's only one, which training pods need.

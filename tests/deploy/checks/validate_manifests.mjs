@@ -739,7 +739,7 @@ async function selfTest() {
   }
   for (const [what, p, noSingle] of [
     ["no affinity", {}, false],
-    ["a non-EFA type", aff(term(["p5.48xlarge", "g5.48xlarge"])), false],
+    ["a non-EFA type", aff(term(["p5.48xlarge", "m7i.48xlarge"])), false],
     ["a GPU-label term", aff(term(["p5.48xlarge"]), { matchExpressions: [
       { key: "nvidia.com/gpu.present", operator: "In", values: ["true"] }] }), false],
     ["efa-device on a single-EFA type", aff(term(["p5.48xlarge", "g6.12xlarge"])), true],
