@@ -99,6 +99,8 @@ logs::TailerOptions TailerOptionsFrom(const Config& c) {
   o.pod_log_root = c.paths.pod_log_root;
   o.max_files = c.max_log_files;
   o.history_bytes = c.log_history_bytes;
+  o.read_budget_bytes_per_second = c.log_read_budget;
+  o.first_read_max_bytes = c.log_first_read_max_bytes;
   o.globs = c.log_globs;
   o.volumes.volume_root = c.paths.pod_volume_root;
   o.volumes.debug_file_patterns = c.pod_volume_patterns;

@@ -387,6 +387,26 @@ const std::vector<Option>& Options() {
          c.memory_budget = *n;
          return absl::OkStatus();
        }},
+      {"log-read-budget", false,
+       "Bytes a second the agent reads logs at, at most, while any file has a backlog (bytes, or "
+       "with Ki, Mi, Gi; 0: no bound); a file written faster is skipped forward to its tail, "
+       "counted.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         auto n = ParseBytes(v);
+         if (!n.ok()) return Bad("log-read-budget", v, "must be bytes, or with Ki, Mi, Gi");
+         c.log_read_budget = *n;
+         return absl::OkStatus();
+       }},
+      {"log-first-read-max-bytes", false,
+       "A log file first seen larger than this is read at its head and its tail only (bytes, or "
+       "with Ki, Mi, Gi; 0: read whole).",
+       [](Config& c, const std::string& v) -> absl::Status {
+         auto n = ParseBytes(v);
+         if (!n.ok())
+           return Bad("log-first-read-max-bytes", v, "must be bytes, or with Ki, Mi, Gi");
+         c.log_first_read_max_bytes = *n;
+         return absl::OkStatus();
+       }},
       {"log-history-bytes", false,
        "On first sight of a container (a fresh agent, or its state lost), read this much of the "
        "current run's rotated logs (N.log.<time>, .gz) first, oldest first, so a job that "

@@ -81,7 +81,9 @@ struct Config {
   // buffers, analyzers, tailer; docs/limits.md), so 96 MiB for requests leaves headroom.
   uint64_t memory_budget = 96u << 20;
   uint64_t log_history_bytes = 64ull << 20;  // per container on first sight (daemon/logs/tailer)
-  std::vector<std::string> log_globs;        // NCCL_DEBUG_FILE outputs, docker json logs
+  uint64_t log_read_budget = 32ull << 20;    // bytes/s while backlogged (logs::TailerOptions)
+  uint64_t log_first_read_max_bytes = 256ull << 20;  // larger on first sight: head and tail
+  std::vector<std::string> log_globs;                // NCCL_DEBUG_FILE outputs, docker json logs
   // NCCL_DEBUG_FILE outputs in pod volumes, by file name (logs::PodVolumeOptions).
   std::vector<std::string> pod_volume_patterns = {"nccl*.log", "nccl.*.*", "*.nccl"};
   unsigned max_log_files_per_pod = 256;  // logs::PodVolumeOptions says why

@@ -28,6 +28,10 @@ struct Tailer::Tracked {
   uint64_t line_no = 0;
   std::string partial;  // bytes after the last newline, capped at max_line_bytes
   bool partial_truncated = false;
+  // A file first seen huge: at skip_at, reading goes on from skip_to.
+  uint64_t skip_at = UINT64_MAX, skip_to = 0;
+  bool sniffed = false;  // its first bytes were looked at (LooksLikeText)
+  bool binary = false;   // not text: never read again
   ~Tracked() {
     if (fd >= 0) ::close(fd);
   }
@@ -45,9 +49,20 @@ constexpr int kCoalesceMs = 200;
 // Opens a log file for reading without updating its access time: the runtime keeps writing the
 // file, so with relatime every read would otherwise dirty the inode (a journal write per read on
 // ext4). O_NOATIME needs the file's owner or CAP_FOWNER; without them it is opened plainly.
+// O_NONBLOCK and the check after: the scan saw a regular file, but a tenant can put a FIFO or
+// a device in its place before the open, which would then block the tailer (a FIFO without a
+// writer) or read forever (/dev/zero). Only regular files are kept.
 int OpenLog(const char* path) {
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOATIME);
-  if (fd < 0 && errno == EPERM) fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  int fd = ::open(path, kFlags | O_NOATIME);
+  if (fd < 0 && errno == EPERM) fd = ::open(path, kFlags);
+  if (fd < 0) return fd;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    errno = EINVAL;
+    return -1;
+  }
   return fd;
 }
 
@@ -122,6 +137,8 @@ void Tailer::Run(const std::stop_token& stop) {
   // At least one pass, even when stopped at once: a restart must catch up before it checkpoints.
   do {
     bool backlog = false;  // a file had more than read_chunk_bytes to read: no waiting
+    const uint64_t read_before = counters_.bytes_read;
+    const auto pass_start = clock_.Now();
     {
       std::lock_guard lock(run_mu_);
       // A directory walk costs far more than reading the files we follow: walk only when
@@ -140,12 +157,25 @@ void Tailer::Run(const std::stop_token& stop) {
     }
     if (scan || clock_.Now() >= next_scan) next_scan = clock_.Now() + options_.poll_interval;
     scan = false;
+    // The read budget: with a backlog, the next pass waits until this one's bytes are paid for
+    // (every file gets its share of each pass, so a flood delays the others' lines by a pass,
+    // not by its backlog).
+    auto not_before = pass_start;
+    if (backlog && options_.read_budget_bytes_per_second > 0) {
+      const double secs = static_cast<double>(counters_.bytes_read - read_before) /
+                          static_cast<double>(options_.read_budget_bytes_per_second);
+      not_before += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(secs));
+    }
     // Wait for inotify or the poll interval; wake every 100 ms to notice a stop request.
     while (!stop.stop_requested() && clock_.Now() < next_scan) {
       pollfd p{inotify_fd_, POLLIN, 0};
-      const int r = ::poll(&p, inotify_fd_ >= 0 ? 1 : 0, backlog ? 0 : 100);
+      const auto owed = std::chrono::ceil<std::chrono::milliseconds>(not_before - clock_.Now());
+      const int wait_ms =
+          backlog ? static_cast<int>(std::clamp<int64_t>(owed.count(), 0, 100)) : 100;
+      const int r = ::poll(&p, inotify_fd_ >= 0 ? 1 : 0, wait_ms);
       if (r <= 0) {
-        if (backlog) break;
+        if (backlog && clock_.Now() >= not_before) break;
         continue;
       }
       alignas(inotify_event) char buf[64 * 1024];
@@ -173,6 +203,7 @@ void Tailer::Run(const std::stop_token& stop) {
       // written file and a verdict per changed container, so with many busy containers the pass
       // rate, not the line rate, sets most of the agent's CPU (bench/pod_logs.sh).
       if (!backlog) ::poll(nullptr, 0, kCoalesceMs);
+      if (backlog && clock_.Now() < not_before) continue;  // the budget's wait goes on
       break;
     }
   } while (!stop.stop_requested());
@@ -453,8 +484,15 @@ void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {
         }
       }
       resume_.erase(r);
-    } else if (src.origin == Origin::kContainerLog && options_.history_bytes > 0) {
-      ReadHistory(*t);
+    } else {
+      if (src.origin == Origin::kContainerLog && options_.history_bytes > 0) ReadHistory(*t);
+      // First sight of a huge file (a tenant's, or a log of days): its head and its tail.
+      const auto size = static_cast<uint64_t>(st.st_size);
+      if (options_.first_read_max_bytes > 0 && size > options_.first_read_max_bytes &&
+          size > options_.head_bytes + options_.tail_bytes) {
+        t->skip_at = options_.head_bytes;
+        t->skip_to = size - options_.tail_bytes;
+      }
     }
   }
   tracked_[key] = std::move(t);
@@ -525,14 +563,20 @@ void Tailer::ReadGzip(Tracked& t, uint64_t budget) {
 
 bool Tailer::ReadFile(Tracked& t, bool to_eof) {
   static thread_local std::vector<char> buf(256 * 1024);
+  if (t.binary) return false;
   size_t budget = to_eof ? SIZE_MAX : options_.read_chunk_bytes;
   // Read first, fstat only when nothing came: a file with new bytes is at least as long as our
   // offset, so only an empty read can mean copytruncate. A busy file then costs one pread per
   // pass instead of fstat, pread and the pread that finds the end.
   bool checked_size = false;
   while (budget > 0) {
+    if (t.offset >= t.skip_at) {
+      SkipTo(t, t.skip_to, counters_.skipped_oversized);
+      t.skip_at = UINT64_MAX;
+    }
     const size_t want = std::min(buf.size(), budget);
-    const ssize_t n = ::pread(t.fd, buf.data(), want, static_cast<off_t>(t.offset));
+    const uint64_t at = t.offset;
+    const ssize_t n = ::pread(t.fd, buf.data(), want, static_cast<off_t>(at));
     if (n < 0) return false;
     if (n == 0) {
       if (checked_size) break;
@@ -547,15 +591,84 @@ bool Tailer::ReadFile(Tracked& t, bool to_eof) {
       t.partial_truncated = false;
       continue;
     }
-    t.offset += static_cast<uint64_t>(n);
-    budget -= std::min(budget, static_cast<size_t>(n));
-    counters_.bytes_read += static_cast<uint64_t>(n);
-    Deliver(t, std::string_view(buf.data(), static_cast<size_t>(n)));
+    // A hole reads as NUL bytes, and no text line starts with one: only then is it worth
+    // asking the file system where the data is.
+    if (buf[0] == '\0' && SkipHole(t, at)) continue;
+    size_t got = static_cast<size_t>(n);
+    if (buf[got - 1] == '\0') {
+      // Ends in NUL bytes: maybe a hole begins inside this read. Text stops where it starts;
+      // the next read, at the hole, skips it.
+      const off_t hole = ::lseek(t.fd, static_cast<off_t>(at), SEEK_HOLE);
+      if (hole > static_cast<off_t>(at) && static_cast<uint64_t>(hole) < at + got) {
+        got = static_cast<size_t>(static_cast<uint64_t>(hole) - at);
+      }
+    }
+    const std::string_view data(buf.data(), got);
+    if (!t.sniffed && !LooksLikeText(t, data)) return false;
+    t.offset += got;
+    budget -= std::min(budget, got);
+    counters_.bytes_read += got;
+    Deliver(t, data);
     // A short read of a regular file is its end for now; what is written next is read on the
     // next pass.
     if (static_cast<size_t>(n) < want) break;
   }
-  return budget == 0;
+  if (budget != 0) return false;
+  // More to read than one pass gives a file. Written faster than the budget lets the agent
+  // read it, the backlog would grow for as long as the writer goes on: beyond a bound, what
+  // is behind the last tail_bytes is skipped.
+  if (struct stat st{}; options_.max_backlog_bytes > 0 && ::fstat(t.fd, &st) == 0 &&
+                        static_cast<uint64_t>(st.st_size) > t.offset + options_.max_backlog_bytes) {
+    SkipTo(t, static_cast<uint64_t>(st.st_size) - options_.tail_bytes, counters_.skipped_budget);
+  }
+  return true;
+}
+
+void Tailer::SkipTo(Tracked& t, uint64_t to, std::atomic<uint64_t>& why) {
+  if (to <= t.offset) return;
+  why += to - t.offset;
+  t.offset = to;
+  // A line begun before the jump never ends; the bytes up to the next newline after it read as
+  // one (cut) line.
+  t.partial.clear();
+}
+
+bool Tailer::SkipHole(Tracked& t, uint64_t at) {
+  const off_t data = ::lseek(t.fd, static_cast<off_t>(at), SEEK_DATA);
+  if (data >= 0 && static_cast<uint64_t>(data) == at) return false;  // real NUL bytes
+  uint64_t to = static_cast<uint64_t>(data);
+  if (data < 0) {
+    // ENXIO: no data after `at`, the file ends in a hole. Other errors (a file system without
+    // SEEK_DATA answers EINVAL): read on.
+    struct stat st {};
+    if (errno != ENXIO || ::fstat(t.fd, &st) != 0) return false;
+    to = static_cast<uint64_t>(st.st_size);
+  }
+  SkipTo(t, to, counters_.skipped_hole);
+  return true;
+}
+
+bool Tailer::LooksLikeText(Tracked& t, std::string_view first) {
+  t.sniffed = true;
+  // Logs are text (UTF-8, tabs, ANSI colour codes): bytes below 0x20 other than \t \n \r and
+  // ESC are rare. A file whose first 4 KiB are a tenth such bytes is something else (a core
+  // dump, a checkpoint, a database) that merely has a log's name.
+  // NUL bytes that end the window are the zero fill before a hole (a page is allocated
+  // whole), not content.
+  std::string_view head = first.substr(0, 4096);
+  while (!head.empty() && head.back() == '\0') head.remove_suffix(1);
+  size_t control = 0;
+  for (const unsigned char c : head) {
+    control += c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != 0x1b;
+  }
+  if (control * 10 <= head.size()) return true;
+  t.binary = true;
+  struct stat st {};
+  const uint64_t size = ::fstat(t.fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : t.offset;
+  SkipTo(t, std::max(size, t.offset), counters_.skipped_binary);
+  spdlog::info("not reading {}: not text ({} of its first {} bytes are control bytes)",
+               t.source.path.string(), control, head.size());
+  return false;
 }
 
 void Tailer::Deliver(Tracked& t, std::string_view data) {

@@ -67,6 +67,19 @@ struct TailerOptions {
   /// first, up to this many bytes (uncompressed) per container: a job that has run for hours
   /// printed its NCCL init lines long before, and kubelet has rotated them away. 0: off.
   uint64_t history_bytes = 64ull << 20;
+  /// Bytes a second all files together are read at, at most, while any has a backlog (0: no
+  /// bound). Tenants control the files in their pod volumes: a flooding writer or a huge file
+  /// must not take the agent's CPU (the DaemonSet's limit is one core). 32 MiB/s is a few
+  /// percent of a core for the tailer and the analysis (bench/tenant_cost.sh).
+  uint64_t read_budget_bytes_per_second = 32ull << 20;
+  /// A file first seen larger than this is read at its head and its tail only (NCCL's init
+  /// lines come first; what happens now comes last); the middle is skipped, counted.
+  uint64_t first_read_max_bytes = 256ull << 20;
+  uint64_t head_bytes = 16ull << 20;  // of such a file, and of a backlog skipped forward
+  uint64_t tail_bytes = 16ull << 20;
+  /// A file whose unread bytes grow past this (written faster than the budget reads) skips
+  /// forward to its last tail_bytes, counted.
+  uint64_t max_backlog_bytes = 256ull << 20;
 };
 
 /// The tailer's own health, for metrics. Cumulative since start (or since restore).
@@ -83,6 +96,12 @@ struct TailerCounters {
   std::atomic<uint64_t> checkpoints_set_aside{0};  // unreadable or of the wrong shape (.bad)
   std::atomic<uint64_t> deleted_files_closed{0};   // unlinked files released once drained
   std::atomic<uint64_t> history_files_read{0};     // rotated files read on first sight
+  /// Bytes not read, by why: a backlog beyond the budget, a hole of a sparse file, the middle
+  /// of a file first seen huge, a file that is not text.
+  std::atomic<uint64_t> skipped_budget{0};
+  std::atomic<uint64_t> skipped_hole{0};
+  std::atomic<uint64_t> skipped_oversized{0};
+  std::atomic<uint64_t> skipped_binary{0};
   /// Exceptions caught by the thread's last-resort handler (a bug: the pass is skipped, the
   /// agent goes on serving).
   std::atomic<uint64_t> internal_errors{0};
@@ -140,6 +159,14 @@ class Tailer {
   void DropGone(const Discovered& d);
   /// Returns true when it stopped at the read budget, with more to read.
   bool ReadFile(Tracked& t, bool to_eof);
+  /// Moves `t` to `to` without reading what lies between (counted in `why`); a line begun
+  /// before is dropped.
+  void SkipTo(Tracked& t, uint64_t to, std::atomic<uint64_t>& why);
+  /// After a read of `n` bytes at `at` that began with a NUL: when `at` is in a hole of a
+  /// sparse file, skips to the next data (or the end) and returns true (the read is dropped).
+  bool SkipHole(Tracked& t, uint64_t at);
+  /// On a file's first bytes: false for one that is not text (left, counted).
+  bool LooksLikeText(Tracked& t, std::string_view first);
   void Deliver(Tracked& t, std::string_view data);
   void OpenTracked(const LogSource& src, bool allow_resume);
   /// Reads the rotated files of `t`'s container run, oldest first (TailerOptions::history_bytes),

@@ -299,6 +299,13 @@ std::vector<MetricDef> BuildTable() {
        "Checkpoints that were not JSON or of the wrong shape, renamed to <state>.bad at start "
        "(the agent started from the beginning of every log).",
        {}},
+      {M::kLogsSkippedBytesTotal.name(),
+       T::kCounter,
+       "Log bytes not read, by reason: budget (a file written faster than --log-read-budget "
+       "reads it skipped forward to its tail), hole (a sparse file's hole), oversized (the middle "
+       "of a file first seen over --log-first-read-max-bytes: head and tail are read), binary "
+       "(a file named like a log that is not text, left).",
+       {"reason"}},
       {M::kLogsDeletedFilesClosedTotal.name(),
        T::kCounter,
        "Deleted log files closed once read to their end (e.g. an older restart's log).",

@@ -108,6 +108,7 @@ struct M {
   static constexpr Metric kLogsCheckpointsSetAsideTotal{
       "efawatch_logs_checkpoints_set_aside_total"};
   static constexpr Metric kLogsDeletedFilesClosedTotal{"efawatch_logs_deleted_files_closed_total"};
+  static constexpr Metric kLogsSkippedBytesTotal{"efawatch_logs_skipped_bytes_total"};
   static constexpr Metric kRpcWatchStreams{"efawatch_rpc_watch_streams"};
   static constexpr Metric kMemoryBudgetBytes{"efawatch_memory_budget_bytes"};
   static constexpr Metric kMemoryBudgetInUseBytes{"efawatch_memory_budget_in_use_bytes"};

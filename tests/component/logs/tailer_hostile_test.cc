@@ -1,10 +1,14 @@
 // The real tailer against state a tenant or a crash can leave behind: a checkpoint of the wrong
 // shape, and the deleted log of an older restart of a container whose directory lives on.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "daemon/logs/tailer.h"
 #include "tests/support/fake_clock.h"
@@ -17,8 +21,9 @@ namespace fs = std::filesystem;
 
 class CountingSink final : public LineSink {
  public:
-  void OnLine(const LogSource& /*s*/, uint64_t /*n*/, std::string_view /*line*/) override {
+  void OnLine(const LogSource& /*s*/, uint64_t /*n*/, std::string_view line) override {
     ++lines;
+    if (line.find("marker") != std::string_view::npos) markers.emplace_back(line);
   }
   void OnSourceGone(const LogSource& /*s*/) override { ++gone; }
   std::string Checkpoint() const override { return "state"; }
@@ -27,7 +32,10 @@ class CountingSink final : public LineSink {
   int lines = 0;
   int gone = 0;
   std::string restored;
+  std::vector<std::string> markers;  // lines naming "marker", in order
 };
+
+constexpr char kCri[] = "2026-12-02T10:00:00.000000001Z stdout F ";
 
 // Open descriptors of this process whose target names `needle` (e.g. "0.log (deleted)").
 int OpenFdsNaming(const std::string& needle) {
@@ -111,6 +119,125 @@ TEST_F(TailerHostileTest, DeletedLogOfAnOlderRestartIsClosedOnceDrained) {
 
 namespace efawatch::logs {
 namespace {
+
+// A tenant's `truncate -s 50G` named like a log: its holes are skipped by SEEK_DATA, not read
+// as gigabytes of NUL bytes (which burned a core for minutes), and the lines around them count.
+TEST_F(TailerHostileTest, SparseFileHolesAreSkippedAndTheLinesAroundThemRead) {
+  const TailerOptions o = Options();
+  const fs::path ctr = o.pod_log_root / "train_w-0_uid1" / "main";
+  fs::create_directories(ctr);
+  const fs::path log = ctr / "0.log";
+  std::ofstream(log) << kCri << "marker head\n";
+  fs::resize_file(log, 8ull << 30);  // 8 GiB, nearly all hole
+  std::ofstream(log, std::ios::app) << "\n" << kCri << "marker tail\n";
+  CountingSink sink;
+  Tailer t(o, &sink, clock_);
+  t.LoadState();
+  while (t.PollOnce()) {
+  }
+  EXPECT_EQ(sink.markers.size(), 2u);
+  EXPECT_GE(t.counters().skipped_hole.load(), 7ull << 30);
+  EXPECT_LT(t.counters().bytes_read.load(), 64ull << 20) << "the hole was read, not skipped";
+}
+
+// Something that only has a log's name (a core dump, a checkpoint) is left after its first
+// bytes; real NUL bytes in it are not a hole.
+TEST_F(TailerHostileTest, AFileThatIsNotTextIsLeftAfterItsFirstRead) {
+  const TailerOptions o = Options();
+  const fs::path ctr = o.pod_log_root / "train_w-0_uid1" / "main";
+  fs::create_directories(ctr);
+  {
+    std::ofstream out(ctr / "0.log", std::ios::binary);
+    for (int i = 0; i < (4 << 20); ++i) out.put(static_cast<char>(i % 7 == 0 ? '\n' : i % 3));
+  }
+  CountingSink sink;
+  Tailer t(o, &sink, clock_);
+  t.LoadState();
+  while (t.PollOnce()) {
+  }
+  EXPECT_EQ(sink.lines, 0);
+  EXPECT_GE(t.counters().skipped_binary.load(), (4u << 20) - (256u << 10));
+  std::ofstream(ctr / "0.log", std::ios::app) << kCri << "marker later\n";
+  t.PollOnce();
+  EXPECT_TRUE(sink.markers.empty()) << "a binary file is not read again";
+}
+
+// A file first seen huge gives its head (NCCL's init lines) and its tail, not every byte.
+TEST_F(TailerHostileTest, AFileFirstSeenHugeIsReadAtItsHeadAndTail) {
+  TailerOptions o = Options();
+  o.first_read_max_bytes = 4 << 20;
+  o.head_bytes = 1 << 20;
+  o.tail_bytes = 1 << 20;
+  const fs::path ctr = o.pod_log_root / "train_w-0_uid1" / "main";
+  fs::create_directories(ctr);
+  {
+    std::ofstream out(ctr / "0.log");
+    out << kCri << "marker first\n";
+    const std::string filler = std::string(kCri) + std::string(200, 'x') + "\n";
+    for (size_t n = 0; n < (16u << 20) / filler.size(); ++n) out << filler;
+    out << kCri << "marker last\n";
+  }
+  CountingSink sink;
+  Tailer t(o, &sink, clock_);
+  t.LoadState();
+  while (t.PollOnce()) {
+  }
+  ASSERT_EQ(sink.markers.size(), 2u);
+  EXPECT_NE(sink.markers[0].find("first"), std::string::npos);
+  EXPECT_NE(sink.markers[1].find("last"), std::string::npos);
+  EXPECT_GE(t.counters().skipped_oversized.load(), 13u << 20);
+  // What is written afterwards is read as usual.
+  std::ofstream(ctr / "0.log", std::ios::app) << kCri << "marker after\n";
+  t.PollOnce();
+  EXPECT_EQ(sink.markers.size(), 3u);
+}
+
+// A writer faster than the budget: its backlog never grows past the bound, the rest skipped.
+TEST_F(TailerHostileTest, ABacklogPastItsBoundSkipsForwardToTheTail) {
+  TailerOptions o = Options();
+  o.read_chunk_bytes = 1 << 20;
+  o.max_backlog_bytes = 4 << 20;
+  o.tail_bytes = 1 << 20;
+  o.first_read_max_bytes = 0;
+  const fs::path ctr = o.pod_log_root / "train_w-0_uid1" / "main";
+  fs::create_directories(ctr);
+  std::ofstream(ctr / "0.log") << kCri << "marker start\n";
+  CountingSink sink;
+  Tailer t(o, &sink, clock_);
+  t.LoadState();
+  t.PollOnce();
+  {
+    std::ofstream out(ctr / "0.log", std::ios::app);
+    const std::string filler = std::string(kCri) + std::string(200, 'y') + "\n";
+    for (size_t n = 0; n < (32u << 20) / filler.size(); ++n) out << filler;
+    out << kCri << "marker end\n";
+  }
+  while (t.PollOnce()) {
+  }
+  ASSERT_EQ(sink.markers.size(), 2u);
+  EXPECT_NE(sink.markers[1].find("end"), std::string::npos);
+  EXPECT_GE(t.counters().skipped_budget.load(), 24u << 20);
+  EXPECT_LE(t.counters().bytes_read.load(), 8u << 20);
+}
+
+// A FIFO with no writer and a character device named like logs: neither blocks the tailer nor
+// feeds it, and the real log beside them is read.
+TEST_F(TailerHostileTest, AFifoAndADeviceNamedLikeLogsNeitherBlockNorFeedTheTailer) {
+  const TailerOptions o = Options();
+  const fs::path ctr = o.pod_log_root / "train_w-0_uid1" / "main";
+  const fs::path other = o.pod_log_root / "train_w-1_uid2" / "main";
+  fs::create_directories(ctr);
+  fs::create_directories(other);
+  ASSERT_EQ(::mkfifo((ctr / "0.log").c_str(), 0600), 0);
+  const bool device = ::mknod((ctr / "1.log").c_str(), S_IFCHR | 0600, makedev(1, 5)) == 0;
+  std::ofstream(other / "0.log") << kCri << "marker real\n";
+  CountingSink sink;
+  Tailer t(o, &sink, clock_);
+  t.LoadState();
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(t.PollOnce()) << "nothing left to read";
+  EXPECT_EQ(sink.markers.size(), 1u);
+  EXPECT_EQ(sink.lines, 1) << (device ? "the zero device fed lines" : "");
+}
 
 TEST_F(TailerHostileTest, ContainerDirectoryThatIsASymlinkIsNotFollowed) {
   const TailerOptions o = Options();
