@@ -282,7 +282,8 @@ void PodAnalysis::OnLine(const LogSource& source, uint64_t line_no, std::string_
   MarkWritten(c);
   nccl::Analyzer& a = *c.analyzer;
   if (!a.AwaitsContinuation(c.source_name) &&
-      !nccl::IsCandidateLine(line, a.options().max_line_bytes)) {
+      !nccl::IsCandidateLine(line, a.options().max_line_bytes,
+                             source.format == Format::kDockerJson)) {
     return;
   }
   Feed(a, c.source_name, line_no, line);
@@ -305,7 +306,9 @@ void PodAnalysis::OnLines(const LogSource& source, uint64_t first_line_no, uint6
         c.needs_eval = true;
         return a.AwaitsContinuation(c.source_name);
       },
-      /*dense_runs=*/true);
+      // The file's envelope is known: only docker json-file logs hold records starting with
+      // '{'; elsewhere such lines (Trainer's metric dicts) are text the scan passes over.
+      /*dense_runs=*/true, /*json=*/source.format == Format::kDockerJson);
 }
 
 void PodAnalysis::OnSourceGone(const LogSource& source) {

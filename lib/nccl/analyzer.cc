@@ -1060,7 +1060,17 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
   }
   // Lines the block scan passes over hold nothing the per-line path would react to; they are
   // only counted. A split record's rest is fed even when it holds no needle.
-  PartialJoiner* joiner = st->sources[source_idx]->joiner.get();
+  SourceState* ss = st->sources[source_idx].get();
+  if (ss->json_records < 0) {
+    // A docker json-file log is json from its first line on; any other file's '{' lines
+    // (Trainer's metric dicts, JSON-lines logging) are text, not a record to parse each time.
+    const std::string_view first = data.substr(0, data.find('\n'));
+    bool partial = false;
+    ss->json_records =
+        !first.empty() && first[0] == '{' && ParseDockerJson(first, &st->json_text, &partial) ? 1
+                                                                                              : 0;
+  }
+  PartialJoiner* joiner = ss->joiner.get();
   // The ESC bytes of the block are found by one forward scan instead of a memchr per line in
   // CleanLine: `next_esc` is the first one at or after the current line (size() when none).
   auto find_esc = [&](size_t from) {
@@ -1079,7 +1089,7 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
         ++fed;
         return joiner->pending();
       },
-      /*dense_runs=*/true);
+      /*dense_runs=*/true, /*json=*/ss->json_records == 1);
   st->counters.lines += n - fed;
   return n;
 }

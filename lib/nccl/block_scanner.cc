@@ -35,7 +35,7 @@ constexpr std::array<bool, 256> kAnchor = [] {
 
 // Whether a needle of IsCandidateLine() covers s[pos] (an anchor byte). No needle holds a
 // newline, so a match lies inside the line that holds `pos`.
-EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos) {
+EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos, bool json) {
   switch (s[pos]) {
     case 'N':
       return At(s, n, pos, "NCCL") || (pos >= 2 && At(s, n, pos - 2, " INFO ")) ||
@@ -47,7 +47,7 @@ EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos) {
     case '\x1b':
       return true;
     case '{':
-      return pos == 0 || s[pos - 1] == '\n';
+      return json && (pos == 0 || s[pos - 1] == '\n');
     case 'P':
       return pos >= 1 && At(s, n, pos - 1, " P ");
     case ':':
@@ -67,7 +67,7 @@ EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos) {
 
 // Byte by byte over s[from, end) where `line_start` starts the line holding `from`.
 Hit ScanBytes(const char* s, size_t n, size_t from, size_t end, size_t line_start,
-              size_t long_line_bytes, uint64_t newlines) {
+              size_t long_line_bytes, uint64_t newlines, bool json) {
   for (size_t pos = from; pos < end; ++pos) {
     const unsigned char c = static_cast<unsigned char>(s[pos]);
     if (c == '\n') {
@@ -75,7 +75,7 @@ Hit ScanBytes(const char* s, size_t n, size_t from, size_t end, size_t line_star
       line_start = pos + 1;
       continue;
     }
-    if (pos - line_start == long_line_bytes || (kAnchor[c] && Verify(s, n, pos))) {
+    if (pos - line_start == long_line_bytes || (kAnchor[c] && Verify(s, n, pos, json))) {
       return {pos, newlines};
     }
   }
@@ -83,12 +83,12 @@ Hit ScanBytes(const char* s, size_t n, size_t from, size_t end, size_t line_star
 }
 
 // Line by line with the reference predicate: where the vector scan is not available.
-Hit ScanLines(const char* s, size_t n, size_t from, size_t long_line_bytes) {
+Hit ScanLines(const char* s, size_t n, size_t from, size_t long_line_bytes, bool json) {
   uint64_t newlines = 0;
   while (from < n) {
     const void* nl = memchr(s + from, '\n', n - from);
     const size_t end = nl == nullptr ? n : static_cast<size_t>(static_cast<const char*>(nl) - s);
-    if (IsCandidateLine(std::string_view(s + from, end - from), long_line_bytes)) {
+    if (IsCandidateLine(std::string_view(s + from, end - from), long_line_bytes, json)) {
       return {from, newlines};
     }
     if (nl == nullptr) break;
@@ -118,6 +118,7 @@ constexpr std::array<Group, 8> kGroups = {{
     {"r", "["},
     {"taj", ":"},
 }};
+static_assert(kGroups[3].cur == "{", "ScanAvx2 leaves group 3 out where no line is json");
 constexpr uint8_t kAnyPrev = 0x07;  // the groups without a `prev`
 
 // The 16-entry table of group bits for the low (`shift` 0) or high (4) nibble of `cur` or
@@ -154,12 +155,12 @@ __attribute__((target("avx2"), always_inline)) inline __m256i Groups(__m256i v, 
 // `from` starts a line. Positions the vector loop cannot cover (the first byte of the block,
 // the tail) go through ScanBytes(), which applies the same rules.
 __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t from,
-                                             size_t long_line_bytes) {
+                                             size_t long_line_bytes, bool json) {
   uint64_t newlines = 0;
   size_t line_start = from;
   size_t i = from;
   if (i == 0) {
-    Hit h = ScanBytes(s, n, 0, n < 1 ? n : 1, 0, long_line_bytes, 0);
+    Hit h = ScanBytes(s, n, 0, n < 1 ? n : 1, 0, long_line_bytes, 0, json);
     if (h.pos != n) return h;
     newlines = h.newlines;
     line_start = newlines != 0 ? 1 : 0;
@@ -168,12 +169,15 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
   const __m256i cur_lo = Table(kCurLo), cur_hi = Table(kCurHi);
   const __m256i prev_lo = Table(kPrevLo), prev_hi = Table(kPrevHi);
   const __m256i any_prev = _mm256_set1_epi8(kAnyPrev);
+  // Where a file's lines cannot be docker json-file records, a '{' at a line's start is text
+  // (Trainer's metric dicts, JSON-lines logging): its group is left out of the mask.
+  const __m256i enabled = _mm256_set1_epi8(static_cast<char>(json ? 0xff : ~(1u << 3)));
   const __m256i newline = _mm256_set1_epi8('\n');
   const __m256i zero = _mm256_setzero_si256();
   while (i + 32 <= n) {
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
     const __m256i p = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i - 1));
-    const __m256i m = _mm256_and_si256(Groups(a, cur_lo, cur_hi),
+    const __m256i m = _mm256_and_si256(_mm256_and_si256(Groups(a, cur_lo, cur_hi), enabled),
                                        _mm256_or_si256(Groups(p, prev_lo, prev_hi), any_prev));
     auto mask = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero)));
     const auto nl_mask = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, newline)));
@@ -188,7 +192,7 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
     while (mask != 0) {
       const auto bit = static_cast<unsigned>(__builtin_ctz(mask));
       const size_t pos = i + bit;
-      if (pos == line_start + long_line_bytes || Verify(s, n, pos)) {
+      if (pos == line_start + long_line_bytes || Verify(s, n, pos, json)) {
         const uint32_t below = bit == 0 ? 0 : nl_mask & ((1u << bit) - 1);
         return {pos, newlines + static_cast<uint64_t>(__builtin_popcount(below))};
       }
@@ -200,7 +204,7 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
     }
     i += 32;
   }
-  return ScanBytes(s, n, i, n, line_start, long_line_bytes, newlines);
+  return ScanBytes(s, n, i, n, line_start, long_line_bytes, newlines, json);
 }
 
 bool HaveAvx2() {
@@ -213,21 +217,21 @@ bool HaveAvx2() {
 
 namespace internal {
 
-Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes) {
+Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes, bool json) {
 #if defined(__x86_64__)
   // The pair anchors look one byte back and the long-line check assumes a line longer than
   // one step is found by the step it ends in; below 64 bytes the line scan is exact anyway.
-  if (long_line_bytes >= 64 && HaveAvx2()) return ScanAvx2(s, n, from, long_line_bytes);
+  if (long_line_bytes >= 64 && HaveAvx2()) return ScanAvx2(s, n, from, long_line_bytes, json);
 #endif
-  return ScanLines(s, n, from, long_line_bytes);
+  return ScanLines(s, n, from, long_line_bytes, json);
 }
 
 }  // namespace internal
 
-bool IsCandidateLine(std::string_view line, size_t long_line_bytes) {
+bool IsCandidateLine(std::string_view line, size_t long_line_bytes, bool json) {
   if (line.size() > long_line_bytes) return true;
   if (line.empty()) return false;
-  if (line[0] == '{') return true;
+  if (json && line[0] == '{') return true;
   for (char c : {'\0', '\x1b', '#'}) {
     if (memchr(line.data(), c, line.size()) != nullptr) return true;
   }

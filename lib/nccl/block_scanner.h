@@ -19,7 +19,9 @@ namespace efawatch::nccl {
 // ":job_id:"), a CRI partial piece (" P "), a docker json-file line (starts with '{'), bytes
 // that make it junk or hide text (NUL, ESC), or more than `long_line_bytes` (counted as
 // truncated). Any other line the analyzer only counts. The reference for the block scan below.
-bool IsCandidateLine(std::string_view line, size_t long_line_bytes);
+// `json`: the file's lines may be docker json-file records; where they cannot (a CRI or plain
+// log, decided per file), a '{' at a line's start is ordinary text.
+bool IsCandidateLine(std::string_view line, size_t long_line_bytes, bool json = true);
 
 namespace internal {
 
@@ -29,7 +31,7 @@ struct Hit {
   size_t pos;
   uint64_t newlines;
 };
-Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes);
+Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes, bool json);
 
 }  // namespace internal
 
@@ -57,7 +59,7 @@ inline constexpr uint32_t kDenseLines = 64;
 inline constexpr uint32_t kDenseMaxLines = 4096;
 template <typename Visit>
 uint64_t ForEachCandidateLine(std::string_view block, size_t long_line_bytes, bool visit_first,
-                              Visit&& visit, bool dense_runs = false) {
+                              Visit&& visit, bool dense_runs = false, bool json = true) {
   const char* s = block.data();
   const size_t n = block.size();
   uint64_t index = 0;  // the number of the line starting at `start`
@@ -72,7 +74,7 @@ uint64_t ForEachCandidateLine(std::string_view block, size_t long_line_bytes, bo
     if (dense_left != 0) {
       --dense_left;
     } else if (!next_too) {
-      const internal::Hit hit = internal::NextCandidate(s, n, start, long_line_bytes);
+      const internal::Hit hit = internal::NextCandidate(s, n, start, long_line_bytes, json);
       if (hit.pos >= n) {
         // Only counted: the newlines, plus a last line without one.
         return index + hit.newlines + (s[n - 1] != '\n' ? 1 : 0);

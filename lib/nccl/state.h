@@ -180,6 +180,9 @@ struct HeaderRank {
 // What a source (file / container log) shows outside NCCL records.
 struct SourceState {
   std::string name;
+  // Whether its lines can be docker json-file records, decided by its first line (an auto
+  // envelope): -1 not yet known. Where not, a '{' at a line's start is text to the block scan.
+  int8_t json_records = -1;
   std::string banner_version;
   std::string banner_cuda;
   bool banner_conflict = false;

@@ -16,34 +16,57 @@ constexpr size_t kLong = 65536;
 // The indices ForEachCandidateLine() visits (never asking for the next line), checking that
 // each visited line is the block's line of that index and the returned count.
 std::vector<uint64_t> Visited(const std::vector<std::string>& lines, size_t long_line_bytes,
-                              bool trailing_newline = true) {
+                              bool trailing_newline = true, bool json = true) {
   std::string block;
   for (size_t i = 0; i < lines.size(); ++i) {
     block += lines[i];
     if (trailing_newline || i + 1 < lines.size()) block += '\n';
   }
   std::vector<uint64_t> got;
-  const uint64_t n = ForEachCandidateLine(block, long_line_bytes, false,
-                                          [&](uint64_t index, std::string_view line) {
-                                            EXPECT_LT(index, lines.size());
-                                            if (index < lines.size()) {
-                                              EXPECT_EQ(line, lines[index]);
-                                            }
-                                            got.push_back(index);
-                                            return false;
-                                          });
+  const uint64_t n = ForEachCandidateLine(
+      block, long_line_bytes, false,
+      [&](uint64_t index, std::string_view line) {
+        EXPECT_LT(index, lines.size());
+        if (index < lines.size()) {
+          EXPECT_EQ(line, lines[index]);
+        }
+        got.push_back(index);
+        return false;
+      },
+      false, json);
   size_t want_lines = lines.size();
   if (!trailing_newline && !lines.empty() && lines.back().empty()) --want_lines;
   EXPECT_EQ(n, want_lines);
   return got;
 }
 
-std::vector<uint64_t> Expected(const std::vector<std::string>& lines, size_t long_line_bytes) {
+std::vector<uint64_t> Expected(const std::vector<std::string>& lines, size_t long_line_bytes,
+                               bool json = true) {
   std::vector<uint64_t> want;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (IsCandidateLine(lines[i], long_line_bytes)) want.push_back(i);
+    if (IsCandidateLine(lines[i], long_line_bytes, json)) want.push_back(i);
   }
   return want;
+}
+
+// A file whose lines cannot be docker json-file records (CRI, plain): Trainer's metric dicts
+// and JSON-lines logging start with '{' and are text, passed over like any chatter, by the
+// vector scan and the line-by-line path alike; a '{' line with a needle is still found.
+TEST(BlockScannerTest, BraceLinesAreTextWhereTheFileHoldsNoJsonRecords) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < 200; ++i) {
+    lines.push_back("{'loss': 1.2" + std::to_string(i) +
+                    ", 'grad_norm': 0.51, 'learning_rate': 1e-05, 'epoch': 0.1}");
+    lines.emplace_back(R"({"level":"info","msg":"step done","step":12})");
+  }
+  lines.emplace_back("{'x': 'NCCL INFO in a dict'}");
+  EXPECT_EQ(Visited(lines, kLong, true, false), (std::vector<uint64_t>{400}));
+  EXPECT_EQ(Visited(lines, 40, true, false), Expected(lines, 40, false));
+  EXPECT_EQ(Visited(lines, kLong, true, true).size(), 401u) << "json records possible";
+  for (size_t offset = 0; offset < 70; ++offset) {
+    std::vector<std::string> shifted = {std::string(offset, 'x'), "{brace", "NCCL here"};
+    EXPECT_EQ(Visited(shifted, 4096, true, false), Expected(shifted, 4096, false)) << offset;
+  }
 }
 
 TEST(BlockScannerTest, CandidateLinesHoldWhatTheAnalyzerReadsAndNothingElse) {
