@@ -161,9 +161,9 @@ class PodAnalysis final : public LineSink, public common::Collector {
   const TailerCounters* tailer_ = nullptr;
   std::map<std::string, Container> containers_;  // tailer thread only
   uint64_t evicted_ = 0;
-  uint64_t comms_dropped_retired_ = 0;      // by containers that are gone from containers_
-  std::string last_path_;     // OnLine's cache; see Get()
-  Container* last_ = nullptr;  // the container of last_path_; null: look it up
+  uint64_t comms_dropped_retired_ = 0;  // by containers that are gone from containers_
+  std::string last_path_;               // OnLine's cache; see Get()
+  Container* last_ = nullptr;           // the container of last_path_; null: look it up
 
   mutable std::mutex mu_;                             // guards the fields below
   std::map<std::string, ContainerVerdict> verdicts_;  // updated in place, entry by entry

@@ -11,6 +11,8 @@
 #include <iterator>
 #include <set>
 
+#include "daemon/logs/beneath.h"
+
 namespace efawatch::logs {
 namespace fs = std::filesystem;
 
@@ -62,6 +64,7 @@ struct PodWalk {
     LogSource s = pod;
     s.path = path;
     s.run = run;
+    s.beneath = volume;
     files.push_back(std::move(s));
   }
 
@@ -106,9 +109,10 @@ struct PodWalk {
     out.dirs.push_back(logs);
     out.live_dirs.push_back(logs);
     const std::string run = session.filename().string();
-    for (auto f = fs::directory_iterator(logs, ec); !ec && f != fs::directory_iterator();
-         f.increment(ec)) {
-      if (IsRayLogName(f->path().filename().string())) Add(f->path(), volume, run);
+    // Listed beneath the volume: a `logs` swapped for a link since the check above is not
+    // listed (the tenant controls this tree; a link could lead into a Secret volume).
+    for (const DirEntry& e : ListBeneath(volume, logs)) {
+      if ((e.is_file || e.is_link) && IsRayLogName(e.name)) Add(logs / e.name, volume, run);
     }
   }
 
@@ -121,20 +125,17 @@ struct PodWalk {
   // NCCL_DEBUG_FILE outputs anywhere in the volume, a few levels deep; Ray's session
   // directories are Ray's (RayFiles) and symlinked directories are not entered.
   void DebugFiles(const fs::path& dir, const fs::path& volume, size_t depth) {
-    std::error_code ec;
     bool watched = false;
-    for (auto f = fs::directory_iterator(dir, ec); !ec && f != fs::directory_iterator();
-         f.increment(ec)) {
-      const std::string name = f->path().filename().string();
-      std::error_code ec2;
-      if (f->is_directory(ec2) && !f->is_symlink(ec2)) {
+    for (const DirEntry& e : ListBeneath(volume, dir)) {
+      const std::string& name = e.name;
+      if (e.is_dir) {
         if (depth > 1 && !(dir == volume && name.starts_with("session_"))) {
-          DebugFiles(f->path(), volume, depth - 1);
+          DebugFiles(dir / name, volume, depth - 1);
         }
         continue;
       }
-      if (!MatchesDebugFile(name)) continue;
-      Add(f->path(), volume, "");
+      if (!(e.is_file || e.is_link) || !MatchesDebugFile(name)) continue;
+      Add(dir / name, volume, "");
       if (!watched) out.dirs.push_back(dir);
       watched = true;
     }
@@ -293,16 +294,19 @@ void ScanContainerRootfs(const PodVolumeOptions& options, VolumeScan& out) {
     }
     out.dirs.push_back(logs);
     out.live_dirs.push_back(logs);
-    for (auto f = fs::directory_iterator(logs, ec2); !ec2 && f != fs::directory_iterator();
-         f.increment(ec2)) {
-      if (!IsRayLogName(f->path().filename().string())) continue;
-      std::error_code ec3;
-      if (f->is_symlink(ec3)) {
-        out.refused.push_back(f->path());
+    // The container's own filesystem is the tenant's: listed and opened beneath its root with
+    // no link below it (a swapped `logs` or /tmp/ray would otherwise lead anywhere in the
+    // container, /var/run/secrets included).
+    const fs::path root = options.container_rootfs_procfs / std::to_string(entry.first) / "root";
+    for (const DirEntry& e : ListBeneath(root, logs)) {
+      if (!IsRayLogName(e.name)) continue;
+      if (!e.is_file) {
+        if (e.is_link) out.refused.push_back(logs / e.name);
         continue;
       }
       LogSource s;
-      s.path = f->path();
+      s.path = logs / e.name;
+      s.beneath = root;
       s.format = Format::kPlain;
       s.origin = Origin::kContainerRootfs;
       s.namespace_name = ns;

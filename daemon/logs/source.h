@@ -38,6 +38,10 @@ struct LogSource {
   /// is its file (a restart makes a new one); a Ray session's files share the session's name;
   /// other volume files share the volume's run ("").
   std::string run;
+  /// For files in what a tenant controls (a pod volume, a container's filesystem): the
+  /// directory they must be opened beneath, with no symlink below it (beneath.h). Empty for
+  /// container logs, whose directories kubelet makes.
+  std::filesystem::path beneath;
 
   /// True when the source belongs to a known pod: a CRI container log, a pod volume's file, a
   /// container filesystem's file.

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "daemon/logs/beneath.h"
 #include "daemon/logs/json_shape.h"
 #include "spdlog/spdlog.h"
 
@@ -51,11 +52,16 @@ constexpr int kCoalesceMs = 200;
 // ext4). O_NOATIME needs the file's owner or CAP_FOWNER; without them it is opened plainly.
 // O_NONBLOCK and the check after: the scan saw a regular file, but a tenant can put a FIFO or
 // a device in its place before the open, which would then block the tailer (a FIFO without a
-// writer) or read forever (/dev/zero). Only regular files are kept.
-int OpenLog(const char* path) {
+// writer) or read forever (/dev/zero). Only regular files are kept. Files of what a tenant
+// controls are opened beneath their volume with no symlink on the way (beneath.h): a directory
+// swapped for a link into a Secret volume after the scan is not followed.
+int OpenLog(const fs::path& path, const fs::path& beneath) {
   constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-  int fd = ::open(path, kFlags | O_NOATIME);
-  if (fd < 0 && errno == EPERM) fd = ::open(path, kFlags);
+  auto open = [&](int flags) {
+    return beneath.empty() ? ::open(path.c_str(), flags) : OpenBeneath(beneath, path, flags);
+  };
+  int fd = open(kFlags | O_NOATIME);
+  if (fd < 0 && errno == EPERM) fd = open(kFlags);
   if (fd < 0) return fd;
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -64,6 +70,25 @@ int OpenLog(const char* path) {
     return -1;
   }
   return fd;
+}
+
+// The regular files in `src`'s directory: listed beneath its volume where it has one (the
+// tenant's tree), so a directory swapped for a link is not listed.
+std::vector<fs::path> FilesBeside(const LogSource& src) {
+  std::vector<fs::path> out;
+  const fs::path dir = src.path.parent_path();
+  if (!src.beneath.empty()) {
+    for (const DirEntry& e : ListBeneath(src.beneath, dir)) {
+      if (e.is_file) out.push_back(dir / e.name);
+    }
+    return out;
+  }
+  std::error_code ec;
+  for (auto f = fs::directory_iterator(dir, ec); !ec && f != fs::directory_iterator();
+       f.increment(ec)) {
+    out.push_back(f->path());
+  }
+  return out;
 }
 
 std::string Hex(std::string_view bytes) {
@@ -234,9 +259,10 @@ bool Tailer::InsideRoot(const fs::path& p) const {
 
 void Tailer::WatchDir(const fs::path& dir) {
   if (inotify_fd_ < 0 || watched_.contains(dir.string())) return;
+  // IN_DONT_FOLLOW: a watched directory a tenant swapped for a link is not watched through it.
   const int wd = inotify_add_watch(inotify_fd_, dir.c_str(),
                                    IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
-                                       IN_CLOSE_WRITE | IN_DELETE_SELF);
+                                       IN_CLOSE_WRITE | IN_DELETE_SELF | IN_DONT_FOLLOW);
   if (wd >= 0) {
     watches_[wd] = dir;
     watched_.insert(dir.string());
@@ -434,7 +460,7 @@ void Tailer::DropGone(const Discovered& d) {
 
 void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {
   const std::string key = src.path.string();
-  const int fd = OpenLog(key.c_str());
+  const int fd = OpenLog(src.path, src.beneath);
   if (fd < 0) {
     if (refused_.insert(key).second) {
       ++counters_.files_refused;
@@ -464,16 +490,13 @@ void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {
       } else {
         // Rotated while we were down: the old file may still be beside the new one under its
         // rotated name; finish it from the checkpointed offset first.
-        std::error_code ec;
-        for (auto f = fs::directory_iterator(src.path.parent_path(), ec);
-             !ec && f != fs::directory_iterator(); f.increment(ec)) {
+        for (const fs::path& f : FilesBeside(src)) {
           struct stat os {};
-          if (::stat(f->path().c_str(), &os) == 0 &&
-              static_cast<uint64_t>(os.st_ino) == r->second.ino &&
+          if (::lstat(f.c_str(), &os) == 0 && static_cast<uint64_t>(os.st_ino) == r->second.ino &&
               static_cast<uint64_t>(os.st_dev) == r->second.dev) {
             Tracked old;
             old.source = src;
-            old.fd = OpenLog(f->path().c_str());
+            old.fd = OpenLog(f, src.beneath);
             old.offset = r->second.offset;
             old.line_no = r->second.line_no;
             if (old.fd >= 0) ReadFile(old, true);
@@ -522,7 +545,7 @@ void Tailer::ReadHistory(Tracked& t) {
     Tracked old;
     old.source = t.source;
     old.line_no = t.line_no;
-    old.fd = OpenLog(p.c_str());
+    old.fd = OpenLog(p, old.source.beneath);
     if (old.fd < 0) continue;
     const uint64_t before = counters_.bytes_read;
     if (p.extension() == ".gz") {

@@ -239,6 +239,49 @@ TEST_F(TailerHostileTest, AFifoAndADeviceNamedLikeLogsNeitherBlockNorFeedTheTail
   EXPECT_EQ(sink.lines, 1) << (device ? "the zero device fed lines" : "");
 }
 
+// Real NUL bytes (not a hole) in the middle of a text log: one cut line, the text around it
+// read, whatever the run's length.
+TEST_F(TailerHostileTest, ARunOfNulBytesInsideATextLogIsOneCutLine) {
+  const TailerOptions o = Options();
+  const fs::path ctr = o.pod_log_root / "train_w-0_uid1" / "main";
+  fs::create_directories(ctr);
+  {
+    std::ofstream out(ctr / "0.log", std::ios::binary);
+    for (int i = 0; i < 100; ++i) out << kCri << "step " << i << "\n";
+    out << kCri << "marker before\n";
+    out << std::string(8 << 20, '\0') << "\n";
+    out << kCri << "marker after\n";
+  }
+  CountingSink sink;
+  Tailer t(o, &sink, clock_);
+  t.LoadState();
+  while (t.PollOnce()) {
+  }
+  EXPECT_EQ(sink.markers.size(), 2u);
+  EXPECT_EQ(sink.lines, 103);
+  EXPECT_EQ(t.counters().lines_truncated.load(), 1u);
+}
+
+// A followed log replaced by a symlink to a file outside the pod log root (a tenant's swap):
+// the new "file" is never read, the old one's lines stay counted once.
+TEST_F(TailerHostileTest, ALogSwappedForASymlinkOutOfTheRootIsNotRead) {
+  const TailerOptions o = Options();
+  const fs::path ctr = o.pod_log_root / "train_w-0_uid1" / "main";
+  fs::create_directories(ctr);
+  const fs::path secret = fs::path(dir_.path()) / "outside.txt";
+  std::ofstream(secret) << kCri << "marker secret\n";
+  std::ofstream(ctr / "0.log") << kCri << "marker own\n";
+  CountingSink sink;
+  Tailer t(o, &sink, clock_);
+  t.LoadState();
+  t.PollOnce();
+  fs::remove(ctr / "0.log");
+  fs::create_symlink(secret, ctr / "0.log");
+  for (int i = 0; i < 3; ++i) t.PollOnce();
+  ASSERT_EQ(sink.markers.size(), 1u);
+  EXPECT_NE(sink.markers[0].find("own"), std::string::npos);
+}
+
 TEST_F(TailerHostileTest, ContainerDirectoryThatIsASymlinkIsNotFollowed) {
   const TailerOptions o = Options();
   // A tenant-controlled directory elsewhere, linked in as a container directory.
