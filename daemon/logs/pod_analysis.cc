@@ -348,10 +348,12 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
       findings->push_back(std::move(cf));
     }
   }
-  // Until this run shows communicators of its own, the verdict saved before an agent restart
-  // stands (the lines it came from are not read again).
+  // The lines before an agent restart are not read again: what the run printed once (the
+  // version banner, the provider, a missing plugin) comes from the verdict saved then wherever
+  // this run's lines since do not say it; and until they show communicators of their own, the
+  // saved findings and communicators stand too.
+  if (c.has_restored) nccl::FillFromEarlier(v.nccl, c.restored.nccl);
   if (c.has_restored && !own_evidence) {
-    nccl::FillFromEarlier(v.nccl, c.restored.nccl);
     findings->insert(findings->end(), c.restored_findings.begin(), c.restored_findings.end());
     c.comm_candidates = c.restored.communicators;
     c.comms_seen = c.comm_candidates.size();

@@ -32,6 +32,10 @@ void FillFromEarlier(Verdict& v, const Verdict& earlier) {
   v.loopback_misuse = v.loopback_misuse || earlier.loopback_misuse;
   v.net_plugin_missing = v.net_plugin_missing || earlier.net_plugin_missing;
   v.gdr_disabled = v.gdr_disabled || earlier.gdr_disabled;
+  // A run with no network evidence of its own yet reads as ofi_provider "none" (no OFI seen):
+  // the earlier provider stands then, like any field this run has not shown.
+  const bool no_network = v.network.empty() || v.network == "unknown";
+  if (no_network && v.ofi_provider == "none") v.ofi_provider.clear();
   for (auto [mine, theirs] : {std::pair{&v.network, &earlier.network},
                               {&v.transport, &earlier.transport},
                               {&v.ofi_provider, &earlier.ofi_provider},

@@ -149,6 +149,47 @@ TEST(HostileInputTest, InvalidUtf8LineReachesNoEdgeAsInvalidText) {
   EXPECT_EQ(g.board.Snapshot()->size(), f.board.Snapshot()->size());
 }
 
+// After an agent restart the lines before it are not read again: facts the run printed once
+// (the version banner, the OFI provider) must survive later lines, whether those are plain
+// chatter or a new communicator of their own. (The crash soak saw ofi_provider efa turn into
+// "none" at the next line, and nccl_version turn empty at the next communicator.)
+TEST(HostileInputTest, FactsPrintedOnceSurviveARestartAndTheLinesAfterIt) {
+  testing::TempDir dir;
+  const LogSource src = SourceIn(dir.path());
+  const auto efa = FixtureLines("efa-ofi-healthy-2.21.log");
+  Fed f;
+  for (size_t i = 0; i < efa.size(); ++i) f.pods.OnLine(src, i + 1, Cri(efa[i]));
+  f.pods.OnPassComplete();
+  ASSERT_EQ(f.pods.Verdicts().size(), 1u);
+  const nccl::Verdict before = f.pods.Verdicts()[0].nccl;
+  ASSERT_EQ(before.ofi_provider, "efa");
+  ASSERT_FALSE(before.nccl_version.empty());
+  const std::string saved = f.pods.Checkpoint();
+
+  Fed g;
+  g.pods.Restore(saved);
+  uint64_t line = efa.size();
+  g.pods.OnLine(src, ++line, Cri("step 1 loss 0.25"));
+  g.pods.OnPassComplete();
+  ASSERT_EQ(g.pods.Verdicts().size(), 1u);
+  EXPECT_EQ(g.pods.Verdicts()[0].nccl.ofi_provider, "efa") << "after a plain line";
+  EXPECT_EQ(g.pods.Verdicts()[0].nccl.nccl_version, before.nccl_version);
+
+  for (const char* l :
+       {"p5-node-a:4101:4290 [0] NCCL INFO ncclCommInitRank comm 0x55d0c0a1b9c0 rank 0 nranks 16 "
+        "cudaDev 0 nvmlDev 0 busId 53000 commId 0x1f2e3d4c5b6a7999 - Init START",
+        "p5-node-a:4101:4290 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via "
+        "NET/Libfabric/0/GDRDMA"}) {
+    g.pods.OnLine(src, ++line, Cri(l));
+  }
+  g.pods.OnPassComplete();
+  const nccl::Verdict after = g.pods.Verdicts()[0].nccl;
+  EXPECT_EQ(after.nccl_version, before.nccl_version) << "after a new communicator";
+  EXPECT_EQ(after.ofi_provider, "efa");
+  EXPECT_EQ(after.network, before.network);
+  EXPECT_FALSE(after.tcp_fallback);
+}
+
 TEST(HostileInputTest, SinkStateOfTheWrongShapeIsRefusedAndRestoresNothing) {
   Fed f;
   for (const char* bad : {"[1,\"x\",null]", "{\"files\":[1]}", "[{\"lines\":\"many\"}]",
