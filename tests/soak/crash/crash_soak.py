@@ -15,9 +15,10 @@ rotated file.
 The agent starts after the first rotations (it reads the rotated files on first sight,
 --log-history-bytes) and is SIGKILLed twice (--kills), each time restarted 2 s later on the same
 state dir; while it is down half the pods, chosen at random, rotate once (the case where the agent
-finishes a file it knows only by inode from its checkpoint). No pod rotates twice while the agent
-is down: the file between two such rotations is one the checkpoint never named, and the agent
-does not promise to find it.
+finishes a file it knows only by inode from its checkpoint). A pod rotates while the agent is down
+only if the checkpoint names its live file, and only once, and none rotates while the agent
+starts, until it has written its first checkpoint: a file created and rotated away while the agent
+is down is one the checkpoint never named, and the agent does not promise to find it.
 
 When the writers stop, /metrics is polled until it holds still, then, per pod:
   efawatch_logs_lines_total       == lines the pod wrote
@@ -66,6 +67,10 @@ EXPECTED_VERDICT = {
 }
 
 
+def inode(path):
+    return os.stat(path).st_ino
+
+
 def cri_time():
     t = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%09dZ" % int((t % 1) * 1e9)
@@ -89,7 +94,7 @@ class Pod:
         self.nccl_lines = 0
         self.bulk = 0  # lines written by the rate (not NCCL blocks)
         self.rotations = 0
-        self.rotations_down = 0  # while the agent was down
+        self.rotations_down = 0  # during the current outage of the agent
         self.last_rotation = -1e9
         self.next_rotation = 0.0
         self.comm_ids = []
@@ -191,14 +196,15 @@ class Pod:
 
 class Writers:
     """One thread writes every pod's lines (a batch per pod every 20 ms) and rotates them. The
-    controller talks to it through agent_down and rotation holds, under `lock`."""
+    controller tells it, under `lock`, when no pod may rotate (`frozen`) and, while the agent is
+    down, which pods may rotate once (`may_rotate`)."""
 
     def __init__(self, pods, args, rng):
         self.pods, self.args, self.rng = pods, args, rng
         self.lock = threading.Lock()
         self.stop = threading.Event()
-        self.agent_down = False
-        self.hold_until = 0.0  # no rotation before this (monotonic)
+        self.frozen = False
+        self.may_rotate = None  # None: the agent is up, every pod rotates on its schedule
         self.inject = []  # (from pod, into pod, lines) to write once
         self.error = None
         self.t0 = None  # when writing starts (monotonic), set by the controller
@@ -234,29 +240,28 @@ class Writers:
                         lines += p.bulk_lines(due, self.rng)
                     if lines:
                         p.write(lines)
-                    if (now >= p.next_rotation and now >= self.hold_until
-                            and not (self.agent_down and p.rotations_down > 0)
-                            and now - p.last_rotation >= 0.8 * period):
+                    down = self.may_rotate is not None
+                    if (now >= p.next_rotation and not self.frozen
+                            and now - p.last_rotation >= 0.8 * period
+                            and (not down or (p in self.may_rotate and p.rotations_down == 0))):
                         if p.rotate(self.args.keep):
                             p.last_rotation = now
                             p.next_rotation = now + period * (0.8 + 0.4 * self.rng.random())
-                            if self.agent_down:
-                                p.rotations_down += 1
+                            p.rotations_down += down
                 for src, dst, n in self.inject:
                     dst.write(src.bulk_lines(n, self.rng))
                 self.inject = []
             self.stop.wait(0.02)
 
-    def set_down(self, down, force=()):
-        """While down, each pod rotates at most once; those in `force` rotate soon."""
-        with self.lock:
-            self.agent_down = down
-            now = time.monotonic()
-            for p in self.pods:
-                if down:
-                    p.rotations_down = 0
-                if p in force:
-                    p.next_rotation = now + self.rng.uniform(0.1, 0.6 * self.args.down)
+    def agent_down(self, may_rotate, force):
+        """The agent is down: only the pods in `may_rotate` may rotate, once each; those in
+        `force` do so soon. The caller holds `lock`."""
+        self.may_rotate = may_rotate
+        now = time.monotonic()
+        for p in self.pods:
+            p.rotations_down = 0
+            if p in force:
+                p.next_rotation = now + self.rng.uniform(0.1, 0.6 * self.args.down)
 
 
 class Agent:
@@ -266,6 +271,7 @@ class Agent:
     def __init__(self, binary, work, history_bytes):
         self.binary, self.work = binary, work
         self.port_file = os.path.join(work, "ports.json")
+        self.state_file = os.path.join(work, "state", "logs-checkpoint.json")
         self.log_path = os.path.join(work, "agent.log")
         self.args = [binary, "--metrics-listen=127.0.0.1:0", "--grpc-listen=127.0.0.1:0",
                      "--port-file=" + self.port_file,
@@ -298,6 +304,33 @@ class Agent:
             except (OSError, ValueError, KeyError):
                 time.sleep(0.02)
         raise RuntimeError("agent wrote no port file within 30 s")
+
+    def checkpoint_id(self):
+        """Identifies the checkpoint file written last: each write renames a new file over it."""
+        try:
+            return os.stat(self.state_file).st_ino
+        except FileNotFoundError:
+            return None
+
+    def wait_checkpoint(self, before):
+        """Waits until the agent replaced the checkpoint `before` named: its first pass, which
+        resumes every file the checkpoint names, is done."""
+        deadline = time.monotonic() + 30
+        while self.checkpoint_id() == before:
+            if not self.alive():
+                raise RuntimeError("agent exited; see %s" % self.log_path)
+            if time.monotonic() > deadline:
+                raise RuntimeError("agent wrote no checkpoint within 30 s of its start")
+            time.sleep(0.02)
+
+    def checkpointed_inodes(self):
+        """{real path: inode} of the files the checkpoint names ({} without one)."""
+        try:
+            with open(self.state_file) as f:
+                files = json.load(f).get("files", [])
+        except (OSError, ValueError):
+            return {}
+        return {os.path.realpath(e["path"]): e["ino"] for e in files}
 
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -367,7 +400,7 @@ def observe(samples):
 CHECKS = ("lines", "NCCL lines", "tcp_fallback", "nccl_info", "communicator ids")
 
 
-def check(pods, seen, agent, t0, restarts):
+def check(pods, seen, agent, t0, outages):
     """Returns the problems ([(check, text)]), per pod the line count difference, and per check
     how many pods passed it."""
     problems, diffs = [], {}
@@ -399,14 +432,14 @@ def check(pods, seen, agent, t0, restarts):
                     p.name, p.kind, s.get("tcp_fallback"), want["tcp_fallback"]))
         offs = [{k: info.get(k) for k in want if k != "tcp_fallback" and info.get(k) != want[k]}
                 for info in s["info"]]
-        # When the pod printed its NCCL blocks, against the agent's restarts: what the agent
+        # When the pod printed its NCCL blocks, against the agent's outages: what the agent
         # makes of a verdict across a restart depends on it.
         when = ", ".join("%.1f s" % (t - t0) for t in p.block_times)
         verdict("nccl_info", len(s["info"]) == 1 and not offs[0],
-                "%s (%s): efawatch_nccl_info %s, want %s (NCCL blocks at %s; restarts at %s)" % (
+                "%s (%s): efawatch_nccl_info %s, want %s (NCCL blocks at %s; agent down %s)" % (
                     p.name, p.kind, offs or "absent",
                     {k: want[k] for o in offs for k in o} or "one series", when,
-                    ", ".join("%.1f s" % r for r in restarts) or "none"))
+                    ", ".join("%.1f-%.1f s" % o for o in outages) or "never"))
         verdict("communicator ids", s["comms"] and s["comms"] <= set(p.comm_ids),
                 "%s: communicator ids %s, wrote %s" % (p.name, sorted(s["comms"]), p.comm_ids))
         if s["containers"] != {CONTAINER}:
@@ -449,17 +482,21 @@ def run_once(args, run_no, rng):
     writers = Writers(pods, args, rng)
     agent = Agent(args.agent, work, args.history_bytes)
     t0 = writers.t0 = time.monotonic()
-    kills, down_rotations, ok = [], [], False
+    kills, down_rotations, ok, show_log = [], [], False, False
     try:
         writers.thread.start()
-        # A late agent reads what was rotated before it came (first sight). No rotation while it
-        # starts: kubelet's gzip leaves <f>.tmp and then <f> beside <f>.gz for a moment, and a
-        # first sight then would read them too (not this soak's subject).
+        # A late agent reads what was rotated before it came (first sight). No rotation until
+        # its first pass is done: kubelet's gzip leaves <f>.tmp, then <f> beside <f>.gz, for a
+        # moment, and a first sight then would read them too (not this soak's subject).
         time.sleep(args.agent_late)
         with writers.lock:
-            writers.hold_until = time.monotonic() + 2.0
+            writers.frozen = True
+        before = agent.checkpoint_id()
         agent.start()
+        agent.wait_checkpoint(before)
         started = time.monotonic()
+        with writers.lock:
+            writers.frozen = False
         # Kills spread over the agent's run, none in its first or last 5 s.
         first, last = time.monotonic() + 5, t0 + args.duration - 5
         kill_at = [first + (last - first) * (i + 0.5) / args.kills for i in range(args.kills)]
@@ -467,27 +504,31 @@ def run_once(args, run_no, rng):
             time.sleep(max(0.0, at - time.monotonic() + rng.uniform(-1.0, 1.0)))
             if not agent.alive():
                 raise RuntimeError("agent died on its own; see %s" % agent.log_path)
-            # Half the pods rotate while the agent is down, of those whose last rotation the
-            # agent has surely seen and checkpointed (2 s ago or more).
-            with writers.lock:
-                now = time.monotonic()
-                eligible = [p for p in pods if now - p.last_rotation >= 2.0]
-            force = set(rng.sample(eligible, min(len(eligible), len(pods) // 2)))
             agent.kill()
             killed = time.monotonic()
-            writers.set_down(True, force)
-            if i == 0 and args.inject_misattribution:
-                with writers.lock:
+            with writers.lock:
+                # While the agent is down a pod may rotate once, and only if the checkpoint names
+                # its live file: the agent then finds the checkpointed file by inode under its
+                # rotated name. Half the pods are made to.
+                named = agent.checkpointed_inodes()
+                may = [p for p in pods if inode(p.path) == named.get(os.path.realpath(p.path))]
+                force = rng.sample(may, min(len(may), len(pods) // 2))
+                writers.agent_down(set(may), set(force))
+                if i == 0 and args.inject_misattribution:
                     writers.inject.append((pods[0], pods[1], args.inject_misattribution))
             time.sleep(args.down)
             with writers.lock:
-                writers.hold_until = time.monotonic() + 2.0
+                writers.frozen = True  # until the agent has resumed every file
+                # Pods the agent must resume through a rotated file (issue #33's case).
+                down_rotations.append(sum(
+                    inode(p.path) != named.get(os.path.realpath(p.path)) for p in pods))
+            before = agent.checkpoint_id()
             agent.start()
             restarted = time.monotonic()
-            time.sleep(1.0)  # its first pass has resumed every file from the checkpoint
+            agent.wait_checkpoint(before)
             with writers.lock:
-                down_rotations.append(sum(p.rotations_down for p in pods))
-            writers.set_down(False)
+                writers.may_rotate = None
+                writers.frozen = False
             kills.append((killed - t0, restarted - t0))
         time.sleep(max(0.0, t0 + args.duration - time.monotonic()))
         writers.stop.set()
@@ -498,9 +539,10 @@ def run_once(args, run_no, rng):
             os.close(p.fd)
         wrote_s = time.monotonic() - t0
         seen, counters, catch_up = settle(agent, pods, args.settle_timeout, args.quiet)
-        problems, diffs, passed = check(pods, seen, counters, t0, [r for _, r in kills])
+        problems, diffs, passed = check(pods, seen, counters, t0, kills)
         if not agent.alive():
             problems.append(("agent", "agent died; see %s" % agent.log_path))
+            show_log = True
         total = sum(p.seq for p in pods)
         counted = sum(seen.get(p.name, {}).get("lines", 0) for p in pods)
         print("run %d: %d pods, %d lines (per pod %d..%d, %.0f/s each on average), "
@@ -547,6 +589,7 @@ def run_once(args, run_no, rng):
         print("       run %d %s" % (run_no, "PASSED" if ok else "FAILED"))
     except Exception as e:
         print("run %d FAILED: %s" % (run_no, e))
+        show_log = True
     finally:
         writers.stop.set()
         if writers.thread.is_alive():
@@ -556,7 +599,7 @@ def run_once(args, run_no, rng):
             shutil.rmtree(work, ignore_errors=True)
         else:
             print("       kept %s (agent log: agent.log)" % work)
-            if not ok and os.path.exists(agent.log_path):
+            if show_log and os.path.exists(agent.log_path):
                 with open(agent.log_path, errors="replace") as f:
                     tail = f.readlines()[-20:]
                 print("       agent log, last lines:\n" + "".join("         " + l for l in tail),
@@ -593,9 +636,6 @@ def main():
         ap.error("--agent: no efawatchd at %r" % args.agent)
     # Two rotations of a pod while the agent is down would lose the file between them: the agent
     # keeps its promise only for one (the rotated file its checkpoint names).
-    # The agent counts as down from the kill to 1 s after its port file (about --down + 1.5 s).
-    if 0.8 * args.rotate_every <= args.down + 2.5:
-        ap.error("--rotate-every must exceed (--down + 2.5 s) / 0.8")
     if args.kills < 1 or args.duration - args.agent_late < 10 + 5 * args.kills:
         ap.error("--kills: at least 1, each with 5 s of the agent's run (--duration)")
     if args.agent_late + 2 >= args.keep * args.rotate_every * 0.8:
