@@ -80,10 +80,10 @@ CertificateWatcher::~CertificateWatcher() {
   thread_ = {};  // stops and joins before the entries go
 }
 
-void CertificateWatcher::OnChange(const std::string& use, std::function<void()> listener) {
+void CertificateWatcher::OnChange(const std::string& use, const std::function<void()>& listener) {
   std::lock_guard lock(mu_);
   for (auto& e : entries_) {
-    if (e.files.use == use) e.listeners.push_back(std::move(listener));
+    if (e.files.use == use) e.listeners.push_back(listener);
   }
 }
 

@@ -53,7 +53,7 @@ class CertificateWatcher final : public common::Collector {
 
   /// Calls `listener` after `use`'s files changed and passed the checks. Register before the
   /// first change is likely (right after Create).
-  void OnChange(const std::string& use, std::function<void()> listener);
+  void OnChange(const std::string& use, const std::function<void()>& listener);
   /// Reads every set once now (the thread does this every interval).
   void Check();
   std::optional<CertificateState> State(const std::string& use) const;
