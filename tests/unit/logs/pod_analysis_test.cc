@@ -4,12 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
-#include <optional>
-
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
