@@ -51,13 +51,11 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
                static_cast<double>(refusals_.bearer_token.load()));
     }
     if (server_ != nullptr) {
-      for (const auto& [outcome, n] : {std::pair{"accepted", &server_->accepted},
-                                       {"refused", &server_->refused},
-                                       {"evicted", &server_->evicted},
-                                       {"timed_out", &server_->timed_out}}) {
-        sink.Add(metrics::M::kMetricsConnectionsTotal, {{"outcome", outcome}},
-                 static_cast<double>(n->load(std::memory_order_relaxed)));
-      }
+      common::AddCounters(sink, metrics::M::kMetricsConnectionsTotal, "outcome",
+                          {{"accepted", &server_->accepted},
+                           {"refused", &server_->refused},
+                           {"evicted", &server_->evicted},
+                           {"timed_out", &server_->timed_out}});
     }
     sink.Add(metrics::M::kBuildInfo,
              {{"version", options_.build.version},

@@ -682,13 +682,11 @@ absl::Status PodAnalysis::Collect(std::chrono::steady_clock::time_point /*deadli
              static_cast<double>(tailer_->checkpoints_set_aside));
     sink.Add(metrics::M::kLogsDeletedFilesClosedTotal, {},
              static_cast<double>(tailer_->deleted_files_closed));
-    for (const auto& [reason, n] : {std::pair{"budget", &tailer_->skipped_budget},
-                                    {"hole", &tailer_->skipped_hole},
-                                    {"oversized", &tailer_->skipped_oversized},
-                                    {"binary", &tailer_->skipped_binary}}) {
-      sink.Add(metrics::M::kLogsSkippedBytesTotal, {{"reason", reason}},
-               static_cast<double>(n->load(std::memory_order_relaxed)));
-    }
+    common::AddCounters(sink, metrics::M::kLogsSkippedBytesTotal, "reason",
+                        {{"budget", &tailer_->skipped_budget},
+                         {"hole", &tailer_->skipped_hole},
+                         {"oversized", &tailer_->skipped_oversized},
+                         {"binary", &tailer_->skipped_binary}});
     sink.Add(metrics::M::kInternalErrorsTotal, {{"component", "logs"}},
              static_cast<double>(tailer_->internal_errors));
   }

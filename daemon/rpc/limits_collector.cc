@@ -11,12 +11,9 @@ absl::Status LimitsCollector::Collect(std::chrono::steady_clock::time_point /*de
   sink.Add(metrics::M::kMemoryBudgetInUseBytes, {}, static_cast<double>(budget_.in_use()));
   sink.Add(metrics::M::kRpcRefusedTotal, {{"limit", "memory"}},
            static_cast<double>(budget_.refused()));
-  for (const auto& [outcome, n] : {std::pair{"accepted", &gate_.accepted},
-                                   {"refused", &gate_.refused},
-                                   {"evicted", &gate_.evicted}}) {
-    sink.Add(metrics::M::kRpcConnectionsTotal, {{"outcome", outcome}},
-             static_cast<double>(n->load(std::memory_order_relaxed)));
-  }
+  common::AddCounters(
+      sink, metrics::M::kRpcConnectionsTotal, "outcome",
+      {{"accepted", &gate_.accepted}, {"refused", &gate_.refused}, {"evicted", &gate_.evicted}});
   return absl::OkStatus();
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +36,16 @@ class MetricSink {
   virtual void AddHistogram(metrics::Metric metric, const Labels& labels,
                             const HistogramSample& sample) = 0;
 };
+
+/// One series of `metric` (one label, `label`) per (label value, counter) of `counters`: the
+/// counters a module keeps as atomics, read relaxed (a scrape needs no ordering with them).
+inline void AddCounters(
+    MetricSink& sink, metrics::Metric metric, const std::string& label,
+    std::initializer_list<std::pair<const char*, const std::atomic<uint64_t>*>> counters) {
+  for (const auto& [value, n] : counters) {
+    sink.Add(metric, {{label, value}}, static_cast<double>(n->load(std::memory_order_relaxed)));
+  }
+}
 
 /// A cheap, scrape-time source of metrics (node_exporter's collector pattern). Collect() runs
 /// on the scrape thread, must return by `deadline` (check it between reads, and cache what is
