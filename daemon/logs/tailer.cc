@@ -91,6 +91,32 @@ std::vector<fs::path> FilesBeside(const LogSource& src) {
   return out;
 }
 
+// The rotated files of a container log's run, oldest first. kubelet renames <N>.log to
+// <N>.log.<YYYYMMDD-hhmmss> and compresses older ones to .gz: the names sort by time. Files of
+// earlier restarts (<M>.log.*) belong to earlier runs. It compresses by writing <f>.tmp,
+// renaming it to <f>.gz and then deleting <f>: in that window a file is there twice (or
+// half-written); the uncompressed one is listed, never both.
+std::vector<fs::path> RotatedFiles(const LogSource& src) {
+  const std::string prefix = src.path.filename().string() + ".";
+  std::vector<fs::path> rotated;
+  std::error_code ec;
+  for (auto f = fs::directory_iterator(src.path.parent_path(), ec);
+       !ec && f != fs::directory_iterator(); f.increment(ec)) {
+    const std::string name = f->path().filename().string();
+    std::error_code ec2;
+    if (name.starts_with(prefix) && f->is_regular_file(ec2) && !f->is_symlink(ec2)) {
+      rotated.push_back(f->path());
+    }
+  }
+  const std::set<fs::path> names(rotated.begin(), rotated.end());
+  std::erase_if(rotated, [&](const fs::path& p) {
+    return p.extension() == ".tmp" ||
+           (p.extension() == ".gz" && names.contains(fs::path(p).replace_extension()));
+  });
+  std::sort(rotated.begin(), rotated.end());
+  return rotated;
+}
+
 std::string Hex(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
@@ -502,6 +528,9 @@ void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {
             if (old.fd >= 0) ReadFile(old, true);
             t->line_no = old.line_no;
             ++counters_.rotations;
+            // Rotated more than once while we were down: the files rotated after it hold the
+            // lines between it and the live file.
+            if (src.origin == Origin::kContainerLog) ReadRotatedAfter(*t, f);
             break;
           }
         }
@@ -522,20 +551,7 @@ void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {
 }
 
 void Tailer::ReadHistory(Tracked& t) {
-  // kubelet renames <N>.log to <N>.log.<YYYYMMDD-hhmmss> and compresses older ones to .gz: the
-  // names sort by time. Files of earlier restarts (<M>.log.*) belong to earlier runs.
-  const std::string prefix = t.source.path.filename().string() + ".";
-  std::vector<fs::path> rotated;
-  std::error_code ec;
-  for (auto f = fs::directory_iterator(t.source.path.parent_path(), ec);
-       !ec && f != fs::directory_iterator(); f.increment(ec)) {
-    const std::string name = f->path().filename().string();
-    std::error_code ec2;
-    if (name.starts_with(prefix) && f->is_regular_file(ec2) && !f->is_symlink(ec2)) {
-      rotated.push_back(f->path());
-    }
-  }
-  std::sort(rotated.begin(), rotated.end());
+  const std::vector<fs::path> rotated = RotatedFiles(t.source);
   // Oldest first: NCCL's init lines are at the start of the run. Over the budget, the newer
   // rotated files are left out rather than the older ones.
   uint64_t budget = options_.history_bytes;
@@ -564,6 +580,26 @@ void Tailer::ReadHistory(Tracked& t) {
     checkpoint_due_ = true;
     spdlog::info("read {} rotated file(s) of {} first: {} bytes of its history", files,
                  t.source.path.string(), options_.history_bytes - budget);
+  }
+}
+
+void Tailer::ReadRotatedAfter(Tracked& t, const fs::path& last_read) {
+  const std::string after = last_read.filename().string();
+  for (const fs::path& p : RotatedFiles(t.source)) {
+    if (p.filename().string() <= after) continue;
+    Tracked old;
+    old.source = t.source;
+    old.line_no = t.line_no;
+    old.fd = OpenLog(p, old.source.beneath);
+    if (old.fd < 0) continue;
+    if (p.extension() == ".gz") {
+      ReadGzip(old, UINT64_MAX);
+    } else {
+      ReadFile(old, true);
+    }
+    t.line_no = old.line_no;
+    ++counters_.rotations;
+    checkpoint_due_ = true;
   }
 }
 

@@ -172,6 +172,9 @@ class Tailer {
   /// Reads the rotated files of `t`'s container run, oldest first (TailerOptions::history_bytes),
   /// as the lines before the live file's; `t`'s line numbers continue after them.
   void ReadHistory(Tracked& t);
+  /// After a restart that found the checkpointed file rotated to `last_read` and finished it:
+  /// reads the run's files rotated after it (all of them), whose lines came before `t`'s.
+  void ReadRotatedAfter(Tracked& t, const std::filesystem::path& last_read);
   /// Hands a gzip file's lines to the sink through `t`, at most `budget` uncompressed bytes.
   void ReadGzip(Tracked& t, uint64_t budget);
   void WriteCheckpoint();

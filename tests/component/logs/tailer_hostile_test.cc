@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -280,6 +281,65 @@ TEST_F(TailerHostileTest, ALogSwappedForASymlinkOutOfTheRootIsNotRead) {
   for (int i = 0; i < 3; ++i) t.PollOnce();
   ASSERT_EQ(sink.markers.size(), 1u);
   EXPECT_NE(sink.markers[0].find("own"), std::string::npos);
+}
+
+// First sight of a container while kubelet compresses a rotated file: <f>, <f>.gz and the
+// <f>.tmp being written are there at once. Each line of the run is read once.
+TEST_F(TailerHostileTest, ARotatedFileCaughtMidCompressionIsReadOnce) {
+  const TailerOptions o = Options();
+  const fs::path ctr = o.pod_log_root / "train_w-0_uid1" / "main";
+  fs::create_directories(ctr);
+  const std::string rotated = std::string(kCri) + "marker rotated\n";
+  std::ofstream(ctr / "0.log.20261204-100000") << rotated;
+  {
+    gzFile gz = gzopen((ctr / "0.log.20261204-100000.gz").c_str(), "wb");
+    ASSERT_NE(gz, nullptr);
+    gzwrite(gz, rotated.data(), static_cast<unsigned>(rotated.size()));
+    gzclose(gz);
+  }
+  std::ofstream(ctr / "0.log.20261204-100000.tmp") << kCri << "marker half";
+  std::ofstream(ctr / "0.log") << kCri << "marker live\n";
+  CountingSink sink;
+  Tailer t(o, &sink, clock_);
+  t.LoadState();
+  while (t.PollOnce()) {
+  }
+  ASSERT_EQ(sink.markers.size(), 2u);
+  EXPECT_NE(sink.markers[0].find("rotated"), std::string::npos);
+  EXPECT_NE(sink.markers[1].find("live"), std::string::npos);
+}
+
+// Rotated twice while the agent was down: the checkpointed file (now rotated), the file
+// created and rotated away during the outage, and the live one are each read to the line.
+TEST_F(TailerHostileTest, FilesRotatedTwiceWhileDownAreAllRead) {
+  const TailerOptions o = Options();
+  const fs::path ctr = o.pod_log_root / "train_w-0_uid1" / "main";
+  fs::create_directories(ctr);
+  auto write = [&](const std::string& file, int from, int to) {
+    std::ofstream out(ctr / file, std::ios::app);
+    for (int i = from; i < to; ++i) out << kCri << "step " << i << "\n";
+  };
+  write("0.log", 0, 10);
+  {
+    CountingSink sink;
+    Tailer t(o, &sink, clock_);
+    t.LoadState();
+    t.PollOnce();
+    ASSERT_EQ(sink.lines, 10);
+    clock_.Advance(std::chrono::seconds(10));
+    t.PollOnce();  // the checkpoint is due: offsets at the end of 0.log
+  }                // the destructor's last checkpoint; the agent is "down" from here
+  write("0.log", 10, 15);
+  fs::rename(ctr / "0.log", ctr / "0.log.20261204-100000");
+  write("0.log", 15, 30);
+  fs::rename(ctr / "0.log", ctr / "0.log.20261204-100006");
+  write("0.log", 30, 32);
+  CountingSink sink;
+  Tailer t(o, &sink, clock_);
+  t.LoadState();
+  while (t.PollOnce()) {
+  }
+  EXPECT_EQ(sink.lines, 22) << "lines 10..31, each once";
 }
 
 TEST_F(TailerHostileTest, ContainerDirectoryThatIsASymlinkIsNotFollowed) {
