@@ -66,7 +66,11 @@ struct ConnectionGate::Pipe {
 };
 
 ConnectionGate::ConnectionGate(ConnectionGateOptions options, const common::Clock& clock)
-    : options_(std::move(options)), clock_(clock), table_(options_.limits) {}
+    : options_(std::move(options)),
+      clock_(clock),
+      table_(options_.limits),
+      tokens_(options_.server_connect_burst),
+      refilled_(clock.Now()) {}
 
 absl::StatusOr<std::unique_ptr<ConnectionGate>> ConnectionGate::Create(
     ConnectionGateOptions options, const common::Clock& clock) {
@@ -115,7 +119,7 @@ ConnectionGate::~ConnectionGate() {
 void ConnectionGate::Run(const std::stop_token& stop) {
   std::array<epoll_event, 64> events;
   while (!stop.stop_requested()) {
-    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), -1);
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), WaitMs());
     if (n < 0 && errno != EINTR) {
       spdlog::error("grpc gate: epoll_wait: {}", std::strerror(errno));
       return;
@@ -128,6 +132,44 @@ void ConnectionGate::Run(const std::stop_token& stop) {
         Relay(tag >> 1, static_cast<int>(tag & 1));
       }
     }
+    ServeWaiting();
+  }
+}
+
+int ConnectionGate::WaitMs() const {
+  if (waiting_.empty() || tokens_ >= 1) return waiting_.empty() ? -1 : 0;
+  const double secs = (1 - tokens_) / options_.server_connects_per_second;
+  return std::max(1, static_cast<int>(secs * 1000) + 1);
+}
+
+void ConnectionGate::ServeWaiting() {
+  const auto now = clock_.Now();
+  tokens_ = std::min(options_.server_connect_burst,
+                     tokens_ + std::chrono::duration<double>(now - refilled_).count() *
+                                   options_.server_connects_per_second);
+  refilled_ = now;
+  while (tokens_ >= 1 && !waiting_.empty()) {
+    const uint64_t id = waiting_.back();
+    waiting_.pop_back();
+    const auto it = pipes_.find(id);
+    if (it == pipes_.end()) continue;  // displaced or closed while it waited
+    tokens_ -= 1;
+    Pipe& p = *it->second;
+    p.fd[kServer] = ConnectBackend(options_.backend);
+    if (p.fd[kServer] < 0) {
+      counters_.refused.fetch_add(1, std::memory_order_relaxed);
+      Close(id);
+      continue;
+    }
+    for (int s : {kClient, kServer}) {
+      epoll_event ev{.events = EPOLLIN, .data = {.u64 = (id << 1) | static_cast<uint64_t>(s)}};
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, p.fd[s], &ev);
+      p.events[s] = EPOLLIN;
+    }
+  }
+  // Ids of clients displaced while they waited are dropped here, not searched for on eviction.
+  if (waiting_.size() > 4 * options_.limits.total) {
+    std::erase_if(waiting_, [this](uint64_t id) { return !pipes_.contains(id); });
   }
 }
 
@@ -169,17 +211,13 @@ void ConnectionGate::Relay(uint64_t id, int side) {
   Pipe& p = *it->second;
   table_.Waiting(id, clock_.Now());  // traffic: idle no longer
   if (p.fd[kServer] < 0) {
-    // The server is reached once the client speaks: a connection that only waits costs gRPC
-    // nothing (gRPC gives every connection a transport of ~20 KiB at once).
-    p.fd[kServer] = ConnectBackend(options_.backend);
-    if (p.fd[kServer] < 0) {
-      counters_.refused.fetch_add(1, std::memory_order_relaxed);
-      Close(id);
-      return;
-    }
-    epoll_event ev{.events = EPOLLIN, .data = {.u64 = (id << 1) | kServer}};
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, p.fd[kServer], &ev);
-    p.events[kServer] = EPOLLIN;
+    // The server is reached once the client speaks (a connection that only waits costs gRPC
+    // nothing), and at the rate ServeWaiting allows: until then the client is not watched (its
+    // bytes wait in the socket).
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p.fd[kClient], nullptr);
+    p.events[kClient] = 0;
+    waiting_.push_back(id);
+    return;
   }
   // Read what this side sent, then write whatever is pending either way.
   if (!p.eof[side] && p.Pending(side) == 0) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -229,6 +230,11 @@ void ExpectGrpcHoldsTenThousandIdle(AgentProcess& agent, const std::string& firs
   EXPECT_TRUE(HealthWithinOneSecond(channel));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
   const long rss = RssKiB(agent.proc().pid());
+  std::cout << "10,000 idle gRPC connections: agent RSS " << rss << " KiB, Health/Check in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count()
+            << " ms\n";
   EXPECT_GT(rss, 0);
   EXPECT_LT(rss, kMemoryBudgetKiB) << "RSS " << rss << " KiB with 10,000 idle gRPC connections";
   EXPECT_GE(Metric(agent.metrics_port(), R"(efawatch_rpc_connections_total{outcome="evicted"})"),
