@@ -1000,7 +1000,8 @@ void FeedLine(State* st, uint32_t source_idx, uint64_t line_no, std::string_view
   if (env == Envelope::kAuto && !raw_line.empty()) {
     if (IsDigitChar(raw_line[0]) && ParseCri(raw_line, &cri)) {
       env = Envelope::kCri;
-    } else if (raw_line[0] == '{' && ParseDockerJson(raw_line, &st->json_text, &partial)) {
+    } else if (raw_line[0] == '{' && ss->json_records != 0 &&
+               ParseDockerJson(raw_line, &st->json_text, &partial)) {
       env = Envelope::kDockerJson;
     } else {
       env = Envelope::kPlain;
@@ -1034,11 +1035,23 @@ void FeedLine(State* st, uint32_t source_idx, uint64_t line_no, std::string_view
   ProcessText(st, source_idx, line_no, text, raw_has_esc || !in_raw);
 }
 
+// A docker json-file log is json from its first line on; in any other file a '{' at a line's
+// start (Trainer's metric dicts, JSON-lines logging) is text, for the block scan and the
+// per-line path alike. Decided once per source, by its first line.
+void DecideJsonRecords(State* st, SourceState* ss, std::string_view first) {
+  if (ss->json_records >= 0) return;
+  bool partial = false;
+  ss->json_records =
+      !first.empty() && first[0] == '{' && ParseDockerJson(first, &st->json_text, &partial) ? 1 : 0;
+}
+
 }  // namespace
 
 void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view raw_line) {
   State* st = state_.get();
-  FeedLine(st, SourceIndex(st, source), line_no, raw_line, true);
+  const uint32_t idx = SourceIndex(st, source);
+  DecideJsonRecords(st, st->sources[idx].get(), raw_line);
+  FeedLine(st, idx, line_no, raw_line, true);
 }
 
 uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
@@ -1061,15 +1074,7 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
   // Lines the block scan passes over hold nothing the per-line path would react to; they are
   // only counted. A split record's rest is fed even when it holds no needle.
   SourceState* ss = st->sources[source_idx].get();
-  if (ss->json_records < 0) {
-    // A docker json-file log is json from its first line on; any other file's '{' lines
-    // (Trainer's metric dicts, JSON-lines logging) are text, not a record to parse each time.
-    const std::string_view first = data.substr(0, data.find('\n'));
-    bool partial = false;
-    ss->json_records =
-        !first.empty() && first[0] == '{' && ParseDockerJson(first, &st->json_text, &partial) ? 1
-                                                                                              : 0;
-  }
+  DecideJsonRecords(st, ss, data.substr(0, data.find('\n')));
   PartialJoiner* joiner = ss->joiner.get();
   // The ESC bytes of the block are found by one forward scan instead of a memchr per line in
   // CleanLine: `next_esc` is the first one at or after the current line (size() when none).

@@ -517,18 +517,29 @@ TEST(AnalyzerTest, TruncatesLongLinesAndSkipsBinaryJunk) {
   EXPECT_EQ(c.lines, 3u);
 }
 
+// A file's envelope is decided by its first line (issue #33): a CRI log's lines and a docker
+// json-file log's records, each file on its own; in a CRI or plain file a '{' line is text.
 TEST(AnalyzerTest, JoinsCriPartialsAndDecodesDockerJson) {
-  Counters c;
-  Report r = Analyze(
-      {
-          "2025-03-04T05:06:07.1Z stdout P a:1:1 [0] NCCL INFO Using net",
-          "2025-03-04T05:06:07.2Z stdout F work Socket",
-          R"({"log":"b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2\u003c0\u003e\n","stream":"stdout","time":"t"})",
-      },
-      {}, &c);
+  Analyzer a;
+  a.Feed("cri.log", 1, "2025-03-04T05:06:07.1Z stdout P a:1:1 [0] NCCL INFO Using net");
+  a.Feed("cri.log", 2, "2025-03-04T05:06:07.2Z stdout F work Socket");
+  a.Feed(
+      "docker.log", 1,
+      R"({"log":"b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2\u003c0\u003e\n","stream":"stdout","time":"t"})");
+  const Report r = a.Snapshot();
   EXPECT_EQ(FindProc(r, "a", 1)->network, "Socket");
+  ASSERT_NE(FindProc(r, "b", 2), nullptr);
   EXPECT_EQ(FindProc(r, "b", 2)->bootstrap_address, "10.0.0.2");
-  EXPECT_EQ(c.nccl_lines, 2u);
+  EXPECT_EQ(a.counters().nccl_lines, 2u);
+}
+
+TEST(AnalyzerTest, ABraceLineInAFileThatStartedAsTextIsNotAJsonRecord) {
+  Analyzer a;
+  a.Feed("train.log", 1, "{'loss': 1.25, 'epoch': 0.1}");
+  a.Feed("train.log", 2,
+         R"({"log":"c:3:3 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.3\u003c0\u003e\n"})");
+  const Report r = a.Snapshot();
+  EXPECT_EQ(FindProc(r, "c", 3), nullptr) << "not decoded as a docker record";
 }
 
 TEST(AnalyzerTest, ForcedEnvelopeRejectsOtherLines) {
