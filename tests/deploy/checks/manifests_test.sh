@@ -6,11 +6,6 @@
 set -euo pipefail
 src="${EFAWATCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 here="$src/tests/deploy/checks"
-for tool in kubectl node; do
-  command -v "$tool" >/dev/null || { echo "$tool not found: run scripts/setup.sh" >&2; exit 1; }
-done
-[ -d "$here/node_modules/kubernetes-models" ] ||
-  { echo "tests/deploy/checks/node_modules missing: run scripts/setup.sh" >&2; exit 1; }
-bash "$here/kubectl_version.sh"
+bash "$here/kustomize_preflight.sh" "$here"
 node "$here/validate_manifests.mjs" --self-test
 node "$here/check_deploy_docs.mjs" "$src"
