@@ -226,23 +226,24 @@ absl::Status FeedFile(const std::string& path, unsigned threads, nccl::Analyzer*
 
 void PrintText(const nccl::Report& r, std::ostream& out) {
   const nccl::Summary& s = r.summary;
-  out << s.verdict << "\n\n";
-  out << "network:        " << (s.network.empty() ? "unknown" : s.network);
-  if (!s.network_family.empty() && s.network_family != s.network)
-    out << " (" << s.network_family << ")";
+  const nccl::Verdict& v = s.verdict;
+  const std::string_view family = nccl::NameOf(v.family);
+  out << s.headline << "\n\n";
+  out << "network:        " << (v.network.empty() ? "unknown" : v.network);
+  if (!family.empty() && family != v.network) out << " (" << family << ")";
   out << "\n";
-  out << "inter-node:     " << s.inter_node_transport << "\n";
-  out << "ofi provider:   " << s.ofi_provider << "\n";
-  out << "gdr:            " << s.gdr << "\n";
-  out << "nccl version:   " << (s.nccl_version.empty() ? "unknown" : s.nccl_version) << "\n";
-  out << "ranks/nodes:    " << (s.ranks < 0 ? std::string("?") : std::to_string(s.ranks)) << " / "
-      << (s.nodes < 0 ? std::string("?") : std::to_string(s.nodes)) << "\n";
+  out << "inter-node:     " << v.transport << "\n";
+  out << "ofi provider:   " << v.ofi_provider << "\n";
+  out << "gdr:            " << nccl::NameOf(v.gdr) << "\n";
+  out << "nccl version:   " << (v.nccl_version.empty() ? "unknown" : v.nccl_version) << "\n";
+  out << "ranks/nodes:    " << (v.ranks < 0 ? std::string("?") : std::to_string(v.ranks)) << " / "
+      << (v.nodes < 0 ? std::string("?") : std::to_string(v.nodes)) << "\n";
   out << "node count:     ";
-  if (s.nodes_evidence == "unknown") {
+  if (v.nodes_evidence == nccl::NodesEvidence::kUnknown) {
     out << "unknown (this log does not show how many nodes the job spans)\n";
   } else {
-    out << s.nodes_evidence << " (" << s.nodes_rule << ", " << s.nodes_proof.source << ":"
-        << s.nodes_proof.line << ")\n";
+    out << nccl::NameOf(v.nodes_evidence) << " (" << s.nodes_rule << ", " << s.nodes_proof.source
+        << ":" << s.nodes_proof.line << ")\n";
   }
   out << "processes:      " << r.processes.size() << "\n";
   out << "lines:          " << s.lines << " (" << s.nccl_lines << " NCCL, " << s.malformed_lines

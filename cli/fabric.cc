@@ -184,10 +184,10 @@ void PrintCollective(const v1::CollectiveResult& r, const collective::OpInfo& op
   for (const auto& rank : r.ranks()) {
     if (!rank.has_nccl()) continue;
     const auto& n = rank.nccl();
-    out << "# rank " << rank.rank() << " (" << rank.node_name() << "): NCCL " << n.nccl_version()
-        << ", network " << n.network() << ", transport " << n.transport() << ", provider "
-        << n.ofi_provider() << (n.tcp_fallback() ? ", TCP FALLBACK" : "")
-        << (n.loopback_misuse() ? ", LOOPBACK MISUSE" : "") << "\n";
+    const nccl::Verdict v = codec::FromProto(n.verdict());
+    out << "# rank " << rank.rank() << " (" << rank.node_name() << "): NCCL " << v.nccl_version
+        << ", network " << v.network << ", transport " << v.transport << ", provider "
+        << v.ofi_provider << "\n#   " << nccl::VerdictHeadline(v) << "\n";
   }
 }
 
@@ -211,7 +211,8 @@ int RunCollective(const AgentConnection& conn_in, const CollectiveArgs& args,
   bool fallback = false;
   for (const auto& row : r.rows()) wrong += row.wrong();
   for (const auto& rank : r.ranks()) {
-    fallback = fallback || rank.nccl().tcp_fallback() || rank.nccl().loopback_misuse();
+    fallback =
+        fallback || rank.nccl().verdict().tcp_fallback() || rank.nccl().verdict().loopback_misuse();
   }
   if (format == "json") {
     out << Json(r) << "\n";

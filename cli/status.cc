@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <iomanip>
+#include <nlohmann/json.hpp>
 
 #include "absl/time/time.h"
 #include "proto/codec/records.h"
@@ -31,24 +32,44 @@ void PrintText(const v1::NodeHealth& h, std::ostream& out) {
   }
   out << "nccl pods: " << (h.pods().empty() ? "none" : "") << "\n";
   for (const auto& p : h.pods()) {
-    out << "  " << p.namespace_() << "/" << p.pod() << "/" << p.container() << "  "
-        << (p.tcp_fallback() || p.loopback_misuse()
-                ? std::string(p.tcp_fallback() ? "TCP FALLBACK" : "LOOPBACK") +
-                      (p.nodes_evidence() == "proven_multi" ? "" : " (suspected)")
-                : std::string("ok"))
-        << "  " << p.transport() << (p.ofi_provider().empty() ? "" : " (" + p.ofi_provider() + ")")
-        << "  NCCL " << p.nccl_version()
+    const nccl::Verdict v = codec::FromProto(p.nccl());
+    out << "  " << p.namespace_() << "/" << p.pod() << "/" << p.container() << "  NCCL "
+        << (v.nccl_version.empty() ? "?" : v.nccl_version)
         << (p.workload().empty() ? "" : "  " + p.workload_kind() + " " + p.workload())
         << (p.source().empty() ? ""
                                : "  from " + p.source() + " (" + std::to_string(p.files()) +
                                      (p.files() == 1 ? " file)" : " files)"))
-        << "\n";
+        << "\n    " << nccl::VerdictHeadline(v) << "\n";
   }
   out << "findings: " << (h.findings().empty() ? "none" : "") << "\n";
   for (const auto& f : h.findings()) {
     out << "  [" << SeverityText(f.severity()) << "] " << f.kind() << " " << f.subject() << ": "
         << f.message() << "\n";
   }
+}
+
+// A pod in `status --format json` as since its first version: the verdict's keys beside the
+// pod's names, in this order (the API nests the verdict in `nccl`). Scripts read these; the
+// whole verdict is in the API and in the text's headline.
+constexpr std::string_view kJsonPodKeys[] = {
+    "namespace",          "pod",          "container",     "tcp_fallback",   "loopback_misuse",
+    "net_plugin_missing", "gdr_disabled", "network",       "transport",      "ofi_provider",
+    "nccl_version",       "processes",    "communicators", "nodes_evidence", "workload_kind",
+    "workload",           "source",       "files",         "tcp_deliberate"};
+
+std::string FlatPods(const std::string& json) {
+  auto doc = nlohmann::ordered_json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.contains("pods")) return json;
+  for (auto& pod : doc["pods"]) {
+    const nlohmann::ordered_json verdict = pod.value("nccl", nlohmann::ordered_json::object());
+    nlohmann::ordered_json flat = nlohmann::ordered_json::object();
+    for (std::string_view k : kJsonPodKeys) {
+      const std::string key(k);
+      flat[key] = pod.contains(key) ? pod[key] : verdict.value(key, nlohmann::ordered_json());
+    }
+    pod = std::move(flat);
+  }
+  return doc.dump();
 }
 
 }  // namespace
@@ -80,7 +101,7 @@ int RunStatus(const AgentConnection& conn, const std::string& format, std::ostre
     opts.always_print_primitive_fields = true;
     opts.preserve_proto_field_names = true;
     (void)google::protobuf::util::MessageToJsonString(health, &json, opts);
-    out << json << "\n";
+    out << FlatPods(json) << "\n";
   } else {
     PrintText(health, out);
   }

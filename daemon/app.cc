@@ -663,14 +663,14 @@ common::NodeHealth App::GetNodeHealth() const {
   if (pods_) {
     for (const auto& v : pods_->Verdicts()) {
       if (v.nccl_lines == 0 || v.gone) continue;
-      common::PodVerdict p{v.source.namespace_name,
-                           v.source.pod,
-                           v.source.container,
-                           v.nccl,
-                           {},
-                           {},
-                           std::string(logs::OriginName(v.source.origin)),
-                           v.files};
+      common::PodVerdict p{.namespace_name = v.source.namespace_name,
+                           .pod = v.source.pod,
+                           .container = v.source.container,
+                           .nccl = v.nccl,
+                           .workload_kind = {},
+                           .workload = {},
+                           .source = std::string(logs::OriginName(v.source.origin)),
+                           .files = v.files};
       if (workloads_) {
         if (auto w = workloads_->Lookup(v.source.namespace_name, v.source.pod)) {
           p.workload_kind = w->kind;

@@ -6,34 +6,49 @@
 namespace efawatch::logs {
 namespace {
 
-// `in[name]` when it holds a T, else T{}: nlohmann's value() throws on a type mismatch, and a
-// checkpoint is input like any other.
+// `in[name]` when it holds a T, else `fallback`: nlohmann's value() throws on a type mismatch,
+// and a checkpoint is input like any other. Enumerations are stored by name.
 template <typename T>
-T Get(const nlohmann::json& in, const char* name) {
-  if (!in.is_object()) return T{};
+T Get(const nlohmann::json& in, const char* name, T fallback = T{}) {
+  if (!in.is_object()) return fallback;
   auto it = in.find(name);
-  if (it == in.end()) return T{};
+  if (it == in.end()) return fallback;
   if constexpr (std::is_same_v<T, bool>) {
-    return it->is_boolean() ? it->template get<bool>() : false;
+    return it->is_boolean() ? it->template get<bool>() : fallback;
   } else if constexpr (std::is_same_v<T, std::string>) {
-    return it->is_string() ? it->template get<std::string>() : std::string();
+    return it->is_string() ? it->template get<std::string>() : fallback;
+  } else if constexpr (nccl::NamedEnum<T>) {
+    return it->is_string() ? nccl::FromName<T>(it->template get<std::string>()) : fallback;
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    T out;
+    if (!it->is_array()) return fallback;
+    for (const auto& e : *it) {
+      if (e.is_string()) out.push_back(e.template get<std::string>());
+    }
+    return out;
   } else if constexpr (std::is_unsigned_v<T>) {
-    return it->is_number_unsigned() ? it->template get<T>() : T{};
+    return it->is_number_unsigned() ? it->template get<T>() : fallback;
   } else {
-    return it->is_number_integer() ? it->template get<T>() : T{};
+    return it->is_number_integer() ? it->template get<T>() : fallback;
   }
 }
 
 }  // namespace
 
 void VerdictToJson(const nccl::Verdict& v, nlohmann::json& out) {
-  nccl::ForEachField(v, [&](const char* name, const auto& field) { out[name] = field; });
+  nccl::ForEachField(v, [&](const char* name, const auto& field) {
+    if constexpr (nccl::NamedEnum<std::decay_t<decltype(field)>>) {
+      out[name] = std::string(nccl::NameOf(field));
+    } else {
+      out[name] = field;
+    }
+  });
 }
 
 nccl::Verdict VerdictFromJson(const nlohmann::json& in) {
   nccl::Verdict v;
   nccl::ForEachField(v, [&](const char* name, auto& field) {
-    field = Get<std::decay_t<decltype(field)>>(in, name);
+    field = Get<std::decay_t<decltype(field)>>(in, name, field);
   });
   return v;
 }

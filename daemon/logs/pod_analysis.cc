@@ -8,6 +8,7 @@
 #include "daemon/logs/json_shape.h"
 #include "lib/common/utf8.h"
 #include "lib/nccl/block_scanner.h"
+#include "lib/nccl/labels.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::logs {
@@ -39,8 +40,11 @@ void MakeValid(ContainerVerdict& v, std::vector<common::Finding>& findings) {
     common::MakeValidUtf8(s);
   }
   nccl::ForEachField(v.nccl, [](const char* /*name*/, auto& field) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>) {
+    using T = std::decay_t<decltype(field)>;
+    if constexpr (std::is_same_v<T, std::string>) {
       common::MakeValidUtf8(&field);
+    } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      for (std::string& s : field) common::MakeValidUtf8(&s);
     }
   });
   for (common::Finding& f : findings) {
@@ -50,159 +54,7 @@ void MakeValid(ContainerVerdict& v, std::vector<common::Finding>& findings) {
   }
 }
 
-// Label values that a pod's log decides are drawn from bounded vocabularies: a pod could print a
-// new net name, provider or version on every line, and each would be a new series in every
-// Prometheus that scrapes the node. Anything outside becomes "other"; the raw value stays in
-// the gRPC record and the checkpoint. The names are those docs/nccl-findings.md lists.
-bool OneOf(std::string_view v, std::initializer_list<std::string_view> known) {
-  return std::find(known.begin(), known.end(), v) != known.end();
-}
-
-bool AllOf(std::string_view v, std::string_view alphabet) {
-  return v.find_first_not_of(alphabet) == std::string_view::npos;
-}
-
-std::string NetworkLabel(std::string_view v) {
-  if (OneOf(v, {"", "Socket", "IB", "IBext", "OFI", "AWS Libfabric", "Libfabric", "unknown"}) ||
-      (v.starts_with("IBext_v") && v.size() <= 9 && AllOf(v.substr(7), "0123456789"))) {
-    return std::string(v);
-  }
-  return "other";
-}
-
-std::string TransportLabel(std::string_view v) {
-  return OneOf(v, {"", "NET/Socket", "NET/IB", "NET/OFI", "none(single node)", "unknown"})
-             ? std::string(v)
-             : "other";
-}
-
-// libfabric providers (fi_provider(7)), alone or under a utility provider ("tcp;ofi_rxm").
-std::string ProviderLabel(std::string_view v) {
-  if (OneOf(v, {"", "none", "unknown"})) return std::string(v);
-  const size_t semi = v.find(';');
-  const std::string_view core = v.substr(0, semi);
-  const std::string_view util = semi == std::string_view::npos ? "" : v.substr(semi + 1);
-  const bool core_ok =
-      OneOf(core, {"efa", "efa-direct", "tcp", "sockets", "udp", "shm", "verbs", "psm2", "psm3",
-                   "opx", "cxi", "ucx", "usnic", "sm2", "lnx", "net"});
-  const bool util_ok = OneOf(util, {"", "ofi_rxm", "ofi_rxd", "ofi_mrail"});
-  return core_ok && util_ok ? std::string(v) : "other";
-}
-
-// "2.21.5", "2.18.3+cuda12.2": digits and dots, an optional +cudaX.Y.
-std::string VersionLabel(std::string_view v) {
-  const std::string_view base = v.substr(0, v.find('+'));
-  const std::string_view cuda = base.size() < v.size() ? v.substr(base.size()) : "";
-  const bool ok =
-      v.size() <= 24 && !base.empty() && AllOf(base, "0123456789.") &&
-      (cuda.empty() || (cuda.starts_with("+cuda") && AllOf(cuda.substr(5), "0123456789.")));
-  return ok || v.empty() ? std::string(v) : "other";
-}
-
-// NCCL's commId is a 64-bit hash printed as 0x<hex>.
-bool CommIdLabelOk(std::string_view v) {
-  return v.size() > 2 && v.size() <= 18 && v.starts_with("0x") &&
-         AllOf(v.substr(2), "0123456789abcdefABCDEF");
-}
-
-// The inter-node transport a net name stands for: "Socket" -> NET/Socket, "IB", "IBext_v8" ->
-// NET/IB, "AWS Libfabric", "Libfabric", "OFI" -> NET/OFI (the names docs/nccl-findings.md lists).
-std::string TransportOfNet(std::string_view net) {
-  if (net == "Socket") return "NET/Socket";
-  if (net.starts_with("IB")) return "NET/IB";
-  if (net.find("Libfabric") != std::string_view::npos || net.starts_with("OFI")) return "NET/OFI";
-  return "NET/" + std::string(net);
-}
-
-// The NET transport of a communicator's channel lines ("NET/IB/GDRDMA" -> NET/IB), or "" when
-// it printed none. TCP wins over anything else the same communicator shows.
-std::string ChannelTransport(const nccl::Communicator& c) {
-  std::string out;
-  for (const auto& [name, count] : c.transports) {
-    std::string_view t = name;
-    if (!t.starts_with("NET/")) continue;
-    t.remove_prefix(4);
-    const std::string transport = TransportOfNet(t.substr(0, t.find('/')));
-    if (out.empty() || transport == "NET/Socket") out = transport;
-  }
-  return out;
-}
-
-std::string ProcessTransport(const nccl::Process& p) {
-  if (p.network_family == "Socket") return "NET/Socket";
-  if (p.network_family == "IB") return "NET/IB";
-  if (p.network_family == "OFI") return "NET/OFI";
-  if (!p.network.empty()) return TransportOfNet(p.network);
-  return "unknown";
-}
-
-std::string ProcessProvider(const nccl::Process& p) {
-  if (!p.ofi_provider.empty()) return p.ofi_provider;
-  if (p.network_family.empty() || p.network_family == "OFI") return "unknown";
-  return "none";
-}
-
-// Worse (TCP) first: the series says what the pod's worst rank of the communicator uses.
-int TransportRank(const std::string& t) {
-  if (t == "NET/Socket") return 3;
-  if (t.starts_with("NET/")) return 2;
-  return 0;
-}
-
 }  // namespace
-
-std::vector<CommunicatorSeries> CommunicatorsOf(const nccl::Report& report, uint64_t evicted_comms,
-                                                uint64_t* seen) {
-  struct Entry {
-    CommunicatorSeries s;
-    bool net_channels = false;
-    size_t age = 0;  // 0: the newest communicator of one of its processes
-  };
-  std::vector<Entry> entries;
-  std::unordered_map<std::string_view, size_t> index;
-  uint64_t distinct = 0;
-  for (const nccl::Process& p : report.processes) {
-    const std::string process_transport = ProcessTransport(p);
-    const std::string provider = ProcessProvider(p);
-    const size_t n = p.communicators.size();
-    for (size_t i = 0; i < n; ++i) {
-      const nccl::Communicator& c = p.communicators[i];
-      if (!c.has_comm_id || c.id.empty() || c.aborted) continue;
-      const std::string channel = ChannelTransport(c);
-      const std::string transport = channel.empty() ? process_transport : channel;
-      auto [it, added] = index.try_emplace(c.id, entries.size());
-      if (added) {
-        ++distinct;
-        Entry e;
-        e.s.id = c.id;
-        e.s.transport = transport;
-        e.s.provider = provider;
-        e.age = n - 1 - i;
-        entries.push_back(std::move(e));
-        it = index.find(entries.back().s.id);  // the key now views the entry's own string
-      }
-      Entry& e = entries[it->second];
-      e.s.nranks = std::max(e.s.nranks, c.nranks);
-      e.s.nnodes = std::max(e.s.nnodes, c.nnodes);
-      e.net_channels = e.net_channels || !channel.empty();
-      e.age = std::min(e.age, n - 1 - i);
-      if (TransportRank(transport) > TransportRank(e.s.transport)) {
-        e.s.transport = transport;
-        e.s.provider = provider;
-      }
-    }
-  }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    if (a.net_channels != b.net_channels) return a.net_channels;
-    if (a.age != b.age) return a.age < b.age;
-    return a.s.id < b.s.id;
-  });
-  if (seen != nullptr) *seen = distinct + evicted_comms;
-  std::vector<CommunicatorSeries> out;
-  out.reserve(entries.size());
-  for (Entry& e : entries) out.push_back(std::move(e.s));
-  return out;
-}
 
 PodAnalysis::PodAnalysis(const PodAnalysisOptions& options, const common::Clock& clock,
                          common::FindingsBoard* board, const TailerCounters* tailer)
@@ -334,9 +186,10 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
     const nccl::Report r = c.analyzer->Snapshot();
     v.nccl_lines += c.analyzer->counters().nccl_lines;
     v.malformed_lines += c.analyzer->counters().malformed_lines;
-    v.nccl = nccl::VerdictOf(r);
+    v.nccl = r.summary.verdict;
     for (const auto& p : r.processes) own_evidence = own_evidence || !p.communicators.empty();
-    c.comm_candidates = CommunicatorsOf(r, c.analyzer->counters().evicted_comms, &c.comms_seen);
+    c.comm_candidates =
+        nccl::CommunicatorsOf(r, c.analyzer->counters().evicted_comms, &c.comms_seen);
     for (const auto& f : r.findings) {
       if (f.severity == nccl::Severity::kInfo) continue;
       common::Finding cf;
@@ -632,24 +485,24 @@ void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink) {
   sink.Add(metrics::M::kNcclNetPluginMissing, l, n.net_plugin_missing ? 1 : 0);
   sink.Add(metrics::M::kNcclGdrDisabled, l, n.gdr_disabled ? 1 : 0);
   common::Labels info = l;
-  info.push_back({"network", NetworkLabel(n.network)});
-  info.push_back({"transport", TransportLabel(n.transport)});
-  info.push_back({"ofi_provider", ProviderLabel(n.ofi_provider)});
-  info.push_back({"nccl_version", VersionLabel(n.nccl_version)});
-  info.push_back({"nodes", n.nodes_evidence.empty() ? "unknown" : n.nodes_evidence});
+  info.push_back({"network", nccl::NetworkLabel(n.network)});
+  info.push_back({"transport", nccl::TransportLabel(n.transport)});
+  info.push_back({"ofi_provider", nccl::ProviderLabel(n.ofi_provider)});
+  info.push_back({"nccl_version", nccl::VersionLabel(n.nccl_version)});
+  info.push_back({"nodes", std::string(nccl::NameOf(n.nodes_evidence))});
   sink.Add(metrics::M::kNcclInfo, info, 1);
   sink.Add(metrics::M::kNcclProcesses, l, static_cast<double>(n.processes));
   sink.Add(metrics::M::kNcclCommunicators, l, static_cast<double>(n.communicators));
   sink.Add(metrics::M::kNcclWarningsTotal, l, static_cast<double>(n.warnings));
   sink.Add(metrics::M::kNcclErrorsTotal, l, static_cast<double>(n.errors));
   for (const CommunicatorSeries& c : v.communicators) {
-    if (!CommIdLabelOk(c.id)) continue;  // not an id NCCL prints: no series to join on
+    if (!nccl::CommIdLabelOk(c.id)) continue;  // not an id NCCL prints: no series to join on
     common::Labels cl = l;
     cl.push_back({"comm_id", c.id});
     cl.push_back({"nranks", c.nranks > 0 ? std::to_string(c.nranks) : "unknown"});
     cl.push_back({"nnodes", c.nnodes > 0 ? std::to_string(c.nnodes) : "unknown"});
-    cl.push_back({"transport", TransportLabel(c.transport)});
-    cl.push_back({"provider", ProviderLabel(c.provider)});
+    cl.push_back({"transport", nccl::TransportLabel(c.transport)});
+    cl.push_back({"provider", nccl::ProviderLabel(c.provider)});
     sink.Add(metrics::M::kNcclCommunicatorInfo, cl, 1);
   }
 }

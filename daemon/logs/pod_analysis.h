@@ -14,6 +14,7 @@
 #include "lib/common/collector.h"
 #include "lib/common/findings_board.h"
 #include "lib/nccl/analyzer.h"
+#include "lib/nccl/communicators.h"
 #include "lib/nccl/verdict.h"
 
 namespace efawatch::logs {
@@ -33,23 +34,7 @@ struct PodAnalysisOptions {
   nccl::AnalyzerOptions analyzer;
 };
 
-/// One live NCCL communicator of a container, as the fleet's rules join it across nodes: NCCL
-/// prints the same commId on every rank of a communicator on every node (NCCL >= 2.16), so
-/// series of one commId from two agents prove that the communicator spans nodes even when no
-/// single log does. Communicators without a commId (older NCCL: only a per-process pointer) or
-/// aborted ones have none.
-struct CommunicatorSeries {
-  std::string id;  // NCCL's commId, "0x..."
-  int nranks = -1;
-  int nnodes = -1;  // NCCL's nNodes, or the count the container's log proves; -1 unknown
-  // The net the container's ranks of this communicator use between nodes: "NET/Socket",
-  // "NET/IB", "NET/OFI", "NET/<name>"; from the communicator's channel lines, else from the net
-  // its process selected ("Using network X"); "unknown" when neither was printed.
-  std::string transport;
-  std::string provider;  // the OFI provider ("efa", "tcp;ofi_rxm"), "none", or "unknown"
-
-  bool operator==(const CommunicatorSeries&) const = default;
-};
+using nccl::CommunicatorSeries;
 
 /// One container's current run: where its log is, how much of it was read, and its NCCL verdict.
 struct ContainerVerdict {
@@ -63,14 +48,6 @@ struct ContainerVerdict {
   /// PodAnalysisOptions::max_communicators_per_pod.
   std::vector<CommunicatorSeries> communicators;
 };
-
-/// The container's live communicators with a commId in `report`, one per id (a pod's ranks of
-/// one communicator are one series), most telling first: those on a NET transport, then the
-/// newest. `seen` (optional) receives how many communicators with a commId the container had,
-/// including those the analyzer evicted to respect max_comms_per_process.
-std::vector<CommunicatorSeries> CommunicatorsOf(const nccl::Report& report,
-                                                uint64_t evicted_comms = 0,
-                                                uint64_t* seen = nullptr);
 
 /// The container's series: line counts always; the verdict's series once NCCL lines were seen,
 /// and one efawatch_nccl_communicator_info per exported communicator.

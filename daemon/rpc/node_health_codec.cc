@@ -33,7 +33,7 @@ void ToProto(const common::NodeHealth& h, v1::NodeHealth* out) {
     pv->set_workload(p.workload);
     pv->set_source(p.source);
     pv->set_files(p.files);
-    ToProto(p.nccl, pv);
+    ToProto(p.nccl, pv->mutable_nccl());
   }
 }
 
@@ -58,7 +58,7 @@ common::NodeHealth FromProto(const v1::NodeHealth& in) {
     h.pods.push_back({.namespace_name = p.namespace_(),
                       .pod = p.pod(),
                       .container = p.container(),
-                      .nccl = FromProto(p),
+                      .nccl = FromProto(p.nccl()),
                       .workload_kind = p.workload_kind(),
                       .workload = p.workload(),
                       .source = p.source(),

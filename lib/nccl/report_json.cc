@@ -73,22 +73,23 @@ nlohmann::json ReportToJson(const Report& report) {
                           {"text", Str(f.evidence.text)}}}});
   }
   const Summary& s = report.summary;
+  const Verdict& v = s.verdict;
   nlohmann::json summary = {
-      {"verdict", Str(s.verdict)},
-      {"tcp_fallback", s.tcp_fallback},
-      {"tcp_deliberate", s.tcp_deliberate},
-      {"loopback_misuse", s.loopback_misuse},
-      {"net_plugin_missing", s.net_plugin_missing},
-      {"gdr_disabled", s.gdr_disabled},
-      {"network", Str(s.network)},
-      {"network_family", Str(s.network_family)},
-      {"ofi_provider", Str(s.ofi_provider)},
-      {"nccl_version", Str(s.nccl_version)},
-      {"inter_node_transport", Str(s.inter_node_transport)},
-      {"gdr", Str(s.gdr)},
-      {"nodes", OrNull(s.nodes)},
-      {"ranks", OrNull(s.ranks)},
-      {"nodes_evidence", Str(s.nodes_evidence)},
+      {"verdict", Str(s.headline)},
+      {"tcp_fallback", v.tcp_fallback},
+      {"tcp_deliberate", v.tcp_deliberate},
+      {"loopback_misuse", v.loopback_misuse},
+      {"net_plugin_missing", v.net_plugin_missing},
+      {"gdr_disabled", v.gdr_disabled},
+      {"network", Str(v.network)},
+      {"network_family", Str(std::string(NameOf(v.family)))},
+      {"ofi_provider", Str(v.ofi_provider)},
+      {"nccl_version", Str(v.nccl_version)},
+      {"inter_node_transport", Str(v.transport)},
+      {"gdr", Str(std::string(NameOf(v.gdr)))},
+      {"nodes", OrNull(v.nodes)},
+      {"ranks", OrNull(v.ranks)},
+      {"nodes_evidence", Str(std::string(NameOf(v.nodes_evidence)))},
       {"nodes_proof", s.nodes_rule.empty() ? nlohmann::json()
                                            : nlohmann::json{{"rule", Str(s.nodes_rule)},
                                                             {"file", Str(s.nodes_proof.source)},

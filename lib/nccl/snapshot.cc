@@ -87,8 +87,7 @@ const Ev& FirstSet(std::initializer_list<const Ev*> evs) {
 
 // Appended to the findings that a proof of several nodes would make certain.
 constexpr char kSuspected[] = "suspected: this log does not show how many nodes the job spans";
-// Ends a TCP fallback's message when the job asked for sockets; the summary's tcp_deliberate and
-// the CLI's verdict line read it back.
+// Ends a TCP fallback's message when the job asked for sockets (Finding::by_configuration).
 constexpr char kByConfiguration[] = "; by configuration (NCCL_IB_DISABLE=1 or NCCL_NET=Socket)";
 
 bool VersionInRange(const std::string& v, int minor_lo, int patch_lo, int minor_hi, int patch_hi) {
@@ -585,8 +584,8 @@ struct Builder {
   const State& st;
   std::vector<Finding>* out;
 
-  void Add(const char* kind, Severity sev, const ProcState* p, std::string message, uint64_t count,
-           const Ev& ev) {
+  Finding& Add(const char* kind, Severity sev, const ProcState* p, std::string message,
+               uint64_t count, const Ev& ev) {
     Finding f;
     f.kind = kind;
     f.severity = sev;
@@ -597,7 +596,7 @@ struct Builder {
     f.message = std::move(message);
     f.count = count;
     f.evidence = ToEvidence(st, ev);
-    out->push_back(std::move(f));
+    return out->emplace_back(std::move(f));
   }
 
   void AddTally(const char* kind, Severity sev, const ProcState* p, const std::string& message,
@@ -619,9 +618,11 @@ void TransportFindings(const Scope& s, const Derived& d, Builder* b) {
                                          : "inter-node traffic uses NCCL's Socket transport (TCP)";
     if (deliberate) what += kByConfiguration;
     if (!s.multi()) what += std::string("; ") + kSuspected;
-    b->Add(kTcpFallback, deliberate || !s.multi() ? Severity::kWarning : Severity::kCritical, &p,
-           what, 1,
-           FirstSet({&p.ev_socket_channel, &p.ev_network, &p.ev_provider, &p.ev_socket_using}));
+    Finding& f = b->Add(
+        kTcpFallback, deliberate || !s.multi() ? Severity::kWarning : Severity::kCritical, &p, what,
+        1, FirstSet({&p.ev_socket_channel, &p.ev_network, &p.ev_provider, &p.ev_socket_using}));
+    f.by_configuration = deliberate;
+    f.suspected = !s.multi();
   }
   // Loopback: the same three ways, for a bootstrap or Socket transport on lo / 127.x.
   if (p.boot_loopback && !s.single()) {
@@ -630,14 +631,16 @@ void TransportFindings(const Scope& s, const Derived& d, Builder* b) {
                            p.boot_addr + "): other nodes cannot reach it"
                      : "the job bootstraps over the loopback interface " + p.boot_if + " (" +
                            p.boot_addr + "), which other nodes cannot reach; " + kSuspected,
-           1, p.ev_bootstrap);
+           1, p.ev_bootstrap)
+        .suspected = !s.multi();
   } else if (p.socket_lists_loopback && d.tcp && !s.single()) {
-    b->Add(
-        kLoopbackMisuse, s.multi() ? Severity::kCritical : Severity::kWarning, &p,
-        s.multi()
-            ? std::string("multi-node job lists the loopback interface for NCCL's Socket transport")
-            : std::string("NCCL's Socket transport lists the loopback interface; ") + kSuspected,
-        1, p.ev_socket_using);
+    b->Add(kLoopbackMisuse, s.multi() ? Severity::kCritical : Severity::kWarning, &p,
+           s.multi()
+               ? std::string(
+                     "multi-node job lists the loopback interface for NCCL's Socket transport")
+               : std::string("NCCL's Socket transport lists the loopback interface; ") + kSuspected,
+           1, p.ev_socket_using)
+        .suspected = !s.multi();
   } else if (p.ev_ifname.set()) {
     b->Add(kLoopbackMisuse, Severity::kWarning, &p,
            "NCCL_SOCKET_IFNAME selects the loopback interface (by configuration); only a "
@@ -675,7 +678,8 @@ void PluginFindings(const Scope& s, const Derived& d, const SourceState& ss, Bui
       why += "; harmless without inter-node traffic";
     }
     b->Add(kNetPluginMissing, harmful ? Severity::kWarning : Severity::kInfo, &p, why, 1,
-           p.ev_plugin);
+           p.ev_plugin)
+        .suspected = harmful && !s.multi();
   }
 }
 
@@ -735,86 +739,6 @@ std::string MostCommon(const std::vector<T>& items) {
     }
   }
   return best;
-}
-
-std::string Verdict(const Report& r, const Summary& s) {
-  if (!r.HasNcclOutput()) {
-    return "NO NCCL OUTPUT: " + std::to_string(s.lines) +
-           " lines read, none from NCCL; set NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET) in "
-           "the job's environment, or give the file NCCL_DEBUG_FILE names";
-  }
-  auto nodes_text = [&]() {
-    std::string t;
-    if (s.ranks > 0) t += std::to_string(s.ranks) + " ranks";
-    if (s.nodes > 0) t += (t.empty() ? "" : " on ") + std::to_string(s.nodes) + " nodes";
-    return t.empty() ? std::string("the job uses") : t + " use";
-  };
-  const std::string tcp_net = s.network_family == "OFI"
-                                  ? "the OFI provider '" + s.ofi_provider + "' (TCP)"
-                                  : std::string("NET/Socket");
-  for (const Finding& f : r.findings) {
-    if (f.kind == kTcpFallback && f.severity == Severity::kCritical) {
-      return "TCP FALLBACK: " + nodes_text() + " " + tcp_net +
-             " for inter-node traffic instead of EFA/IB RDMA";
-    }
-  }
-  for (const Finding& f : r.findings) {
-    if (f.kind == kLoopbackMisuse && f.severity == Severity::kCritical) {
-      return "LOOPBACK: " + nodes_text() + " the loopback interface between nodes";
-    }
-  }
-  for (const Finding& f : r.findings) {
-    if (f.severity == Severity::kCritical) return "FAILED: " + f.kind + ": " + f.message;
-  }
-  std::string where;
-  if (s.inter_node_transport == "none(single node)") {
-    where = "single node, no inter-node traffic";
-  } else if (s.nodes_evidence == "unknown") {
-    where = "node count unknown (the log does not show how many nodes the job spans)";
-    if (!s.network.empty()) {
-      where += ", network " + s.network;
-      if (s.network_family == "OFI") where += " (" + s.ofi_provider + ")";
-    }
-  } else if (s.inter_node_transport == "unknown") {
-    where = "inter-node transport unknown (the log does not show it)";
-  } else {
-    where = "inter-node traffic on " + s.inter_node_transport;
-    if (s.network_family == "OFI") where += " (" + s.ofi_provider + ")";
-    if (s.gdr != "unknown") where += ", GDR " + s.gdr;
-  }
-  std::string warnings;
-  std::set<std::string> seen;
-  bool suspected_tcp = false;
-  for (const Finding& f : r.findings) {
-    if (f.severity == Severity::kWarning && seen.insert(f.kind).second) {
-      warnings += (warnings.empty() ? "" : ", ") + f.kind;
-    }
-    if (f.kind == kTcpFallback && f.message.find(kSuspected) != std::string::npos) {
-      suspected_tcp = true;
-    }
-  }
-  const bool deliberate = s.tcp_fallback && !suspected_tcp;
-  if (deliberate) return "TCP (DELIBERATE): " + where + "; warnings: " + warnings;
-  if (s.tcp_fallback) {
-    for (const Finding& f : r.findings) {
-      if (f.kind == kTcpFallback && f.message.find(kByConfiguration) != std::string::npos) {
-        return "TCP (DELIBERATE, SUSPECTED): " + tcp_net + " is selected by configuration; " +
-               where + "; warnings: " + warnings;
-      }
-    }
-    return "SUSPECTED TCP FALLBACK: " + tcp_net + " is selected; " + where +
-           "; warnings: " + warnings;
-  }
-  if (!warnings.empty()) return "WARNING: " + where + "; " + warnings;
-  // Without transport evidence there is nothing to call OK; an RDMA net selected on a node of
-  // unknown count is (a TCP or loopback net always leaves a warning above).
-  if (s.inter_node_transport == "unknown") {
-    if (s.nodes_evidence == "unknown" && (s.network_family == "IB" || s.network_family == "OFI")) {
-      return "OK: " + where;
-    }
-    return "UNKNOWN: " + where;
-  }
-  return "OK: " + where;
 }
 
 }  // namespace
@@ -924,7 +848,7 @@ Process ProcessOf(const State& st, const Derived& d, const Scope& s, bool commun
 
 // The summary's network, family, NCCL version and OFI provider: the most common among the
 // processes, a TCP family or provider first (the problem outranks the majority).
-void SummarizeNetwork(const State& st, const std::vector<Derived>& derived, Summary* sum) {
+void SummarizeNetwork(const State& st, const std::vector<Derived>& derived, Verdict* sum) {
   std::vector<std::string> families, versions, networks, providers;
   bool tcp_family = false;
   for (const Derived& d : derived) {
@@ -932,9 +856,10 @@ void SummarizeNetwork(const State& st, const std::vector<Derived>& derived, Summ
     versions.push_back(d.version);
     if (d.tcp && d.family == "Socket" && sum->tcp_fallback) tcp_family = true;
   }
-  sum->network_family = tcp_family ? "Socket" : MostCommon(families);
+  const std::string family = tcp_family ? "Socket" : MostCommon(families);
+  sum->family = FromName<NetFamily>(family);
   for (const Derived& d : derived) {
-    if (d.family == sum->network_family) networks.push_back(d.network);
+    if (d.family == family) networks.push_back(d.network);
   }
   sum->network = MostCommon(networks);
   sum->nccl_version = MostCommon(versions);
@@ -942,7 +867,7 @@ void SummarizeNetwork(const State& st, const std::vector<Derived>& derived, Summ
     if (!sum->nccl_version.empty()) break;
     sum->nccl_version = ss->banner_version;
   }
-  if (sum->network_family != "OFI") {
+  if (sum->family != NetFamily::kOFI) {
     sum->ofi_provider = "none";
     return;
   }
@@ -962,7 +887,7 @@ void SummarizeNetwork(const State& st, const std::vector<Derived>& derived, Summ
   if (sum->ofi_provider.empty()) sum->ofi_provider = "unknown";
 }
 
-std::string SummarizeGdr(const std::vector<Derived>& derived) {
+Gdr SummarizeGdr(const std::vector<Derived>& derived) {
   bool on = false, off = false;
   for (const Derived& d : derived) {
     if (d.family.empty()) continue;
@@ -970,7 +895,38 @@ std::string SummarizeGdr(const std::vector<Derived>& derived) {
     if (d.gdr == "off") off = true;
     if (d.gdr == "partial") on = off = true;
   }
-  return on && off ? "partial" : on ? "on" : off ? "off" : "unknown";
+  return on && off ? Gdr::kPartial : on ? Gdr::kOn : off ? Gdr::kOff : Gdr::kUnknown;
+}
+
+// The verdict's flags, from the findings (sorted, most severe first).
+void SummarizeFindings(const Report& r, Verdict* v) {
+  v->tcp_fallback = r.Has(kTcpFallback);
+  v->loopback_misuse = r.Has(kLoopbackMisuse);
+  v->net_plugin_missing = r.Has(kNetPluginMissing);
+  v->gdr_disabled = r.Has(kGdrDisabled);
+  for (const Finding& f : r.findings) {
+    const bool critical = f.severity == Severity::kCritical;
+    if (f.kind == kTcpFallback) {
+      v->tcp_certain = v->tcp_certain || critical;
+      v->tcp_suspected = v->tcp_suspected || f.suspected;
+      v->tcp_deliberate = v->tcp_deliberate || f.by_configuration;
+    } else if (f.kind == kLoopbackMisuse) {
+      v->loopback_certain = v->loopback_certain || critical;
+    } else if (critical && v->failure.empty()) {
+      v->failure = f.kind + ": " + f.message;
+    }
+    const bool listed = std::ranges::find(v->warning_kinds, f.kind) != v->warning_kinds.end();
+    if (f.severity == Severity::kWarning && !listed) v->warning_kinds.push_back(f.kind);
+  }
+}
+
+void SummarizeCounts(const std::vector<Process>& processes, Verdict* v) {
+  v->processes = processes.size();
+  for (const auto& p : processes) {
+    v->communicators += p.communicators.size();
+    v->warnings += p.warnings;
+    v->errors += p.errors;
+  }
 }
 
 // The scope that tells most gives the summary its transport and node count: TCP first, then any
@@ -989,19 +945,20 @@ void SummarizeNodes(const State& st, const std::map<int, Scope>& scopes, Summary
   for (const auto& [key, s] : scopes) {
     if (chosen == nullptr || key_of(s) > key_of(*chosen)) chosen = &s;
   }
-  sum->inter_node_transport = "unknown";
+  Verdict& v = sum->verdict;
+  v.transport = "unknown";
   if (chosen != nullptr) {
-    sum->inter_node_transport = chosen->inter_node;
-    sum->nodes = chosen->nodes;
-    sum->ranks = chosen->ranks;
-    sum->nodes_evidence = chosen->multi()    ? "proven_multi"
-                          : chosen->single() ? "proven_single"
-                                             : "unknown";
+    v.transport = chosen->inter_node;
+    v.nodes = chosen->nodes;
+    v.ranks = chosen->ranks;
+    v.nodes_evidence = chosen->multi()    ? NodesEvidence::kProvenMulti
+                       : chosen->single() ? NodesEvidence::kProvenSingle
+                                          : NodesEvidence::kUnknown;
     sum->nodes_rule = chosen->rule;
     sum->nodes_proof = ToEvidence(st, chosen->proof);
   }
   for (const auto& [key, s] : scopes) {
-    if (sum->ranks < 0) sum->ranks = s.ranks;
+    if (v.ranks < 0) v.ranks = s.ranks;
   }
 }
 
@@ -1021,25 +978,20 @@ Report Analyzer::Snapshot(SnapshotOptions options) const {
     report.processes.push_back(ProcessOf(st, d, scopes[d.scope], options.communicators));
   }
 
+  std::stable_sort(report.findings.begin(), report.findings.end(),
+                   [](const Finding& a, const Finding& c) { return a.severity > c.severity; });
   Summary& sum = report.summary;
-  sum.tcp_fallback = report.Has(kTcpFallback);
-  sum.tcp_deliberate = std::ranges::any_of(report.findings, [](const Finding& f) {
-    return f.kind == kTcpFallback && f.message.find(kByConfiguration) != std::string::npos;
-  });
-  sum.loopback_misuse = report.Has(kLoopbackMisuse);
-  sum.net_plugin_missing = report.Has(kNetPluginMissing);
-  sum.gdr_disabled = report.Has(kGdrDisabled);
-  SummarizeNetwork(st, derived, &sum);
-  sum.gdr = SummarizeGdr(derived);
+  SummarizeFindings(report, &sum.verdict);
+  SummarizeNetwork(st, derived, &sum.verdict);
+  sum.verdict.gdr = SummarizeGdr(derived);
   SummarizeNodes(st, scopes, &sum);
+  SummarizeCounts(report.processes, &sum.verdict);
   sum.lines = st.counters.lines;
   sum.nccl_lines = st.counters.nccl_lines;
   sum.malformed_lines = st.counters.malformed_lines;
   sum.warn_records = st.counters.warn_records;
   sum.ray_repeated_lines = st.counters.ray_repeated_lines;
-  std::stable_sort(report.findings.begin(), report.findings.end(),
-                   [](const Finding& a, const Finding& c) { return a.severity > c.severity; });
-  sum.verdict = Verdict(report, sum);
+  sum.headline = ReportHeadline(report);
   return report;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lib/common/finding.h"
+#include "lib/nccl/verdict.h"
 
 // Value types produced by the NCCL log analyzer (analyzer.h). They are plain data: copyable,
 // no pointers into the analyzer, safe to hand to another thread once produced.
@@ -37,8 +38,12 @@ struct Finding {
   std::string host;  // empty when the evidence names no process (launcher lines, banners)
   uint32_t pid = 0;
   std::string message;  // one human sentence
-  uint64_t count = 1;   // occurrences folded into this finding (WARN lines, error chains, ...)
-  Evidence evidence;    // the first occurrence
+  // The states the message words: a proof of several nodes would make it certain; the job asked
+  // for it (NCCL_IB_DISABLE=1, NCCL_NET=Socket). Read these, never the message.
+  bool suspected = false;
+  bool by_configuration = false;
+  uint64_t count = 1;  // occurrences folded into this finding (WARN lines, error chains, ...)
+  Evidence evidence;   // the first occurrence
 };
 
 struct Communicator {
@@ -80,29 +85,13 @@ struct Process {
   uint64_t errors = 0;
 };
 
+/// The analyzer's summary of a log: the verdict record, the line it prints first, and how the
+/// verdict was reached.
 struct Summary {
-  bool tcp_fallback = false;
-  // The TCP net was chosen by configuration (NCCL_IB_DISABLE=1 or NCCL_NET=Socket): a ticket for
-  // the job's owner, not a page (alerts take their severity from it).
-  bool tcp_deliberate = false;
-  bool loopback_misuse = false;
-  bool net_plugin_missing = false;
-  bool gdr_disabled = false;
-  std::string network;         // most telling network name seen
-  std::string network_family;  // "Socket", "IB", "OFI", "other", ""
-  std::string ofi_provider;    // "none" when no OFI plugin is involved, "unknown" when not shown
-  std::string nccl_version;
-  std::string inter_node_transport;  // "NET/Socket", "NET/IB", "NET/OFI", "none(single node)", ...
-  std::string gdr;                   // "on", "off", "partial", "unknown"
-  int nodes = -1;                    // best node count estimate, -1 unknown
-  int ranks = -1;                    // largest nranks seen
-  // What the log proves about the number of nodes the job spans: "proven_single",
-  // "proven_multi" or "unknown" (docs/nccl-findings.md lists the rules). A TCP or loopback net
-  // is a certain problem when multi-node is proven, a suspected one when the count is unknown.
-  std::string nodes_evidence = "unknown";
-  std::string nodes_rule;  // the rule that proved it ("nnodes", "addresses", ...); empty if unknown
+  Verdict verdict;
+  std::string headline;    // ReportHeadline(): the one-line verdict `efawatch analyze` prints
+  std::string nodes_rule;  // the rule that proved the node count ("nnodes", ...); empty if none
   Evidence nodes_proof;    // the line it rests on
-  std::string verdict;     // the one-line verdict printed first by `efawatch analyze`
   uint64_t lines = 0;
   uint64_t nccl_lines = 0;
   uint64_t malformed_lines = 0;

@@ -2,36 +2,101 @@
 
 #include <algorithm>
 
-namespace efawatch::nccl {
+#include "lib/nccl/types.h"
 
-Verdict VerdictOf(const Report& report) {
-  const Summary& s = report.summary;
-  Verdict v;
-  v.tcp_fallback = s.tcp_fallback;
-  v.tcp_deliberate = s.tcp_deliberate;
-  v.loopback_misuse = s.loopback_misuse;
-  v.net_plugin_missing = s.net_plugin_missing;
-  v.gdr_disabled = s.gdr_disabled;
-  v.network = s.network;
-  v.transport = s.inter_node_transport;
-  v.ofi_provider = s.ofi_provider;
-  v.nccl_version = s.nccl_version;
-  v.nodes_evidence = s.nodes_evidence;
-  v.processes = report.processes.size();
-  for (const auto& p : report.processes) {
-    v.communicators += p.communicators.size();
-    v.warnings += p.warnings;
-    v.errors += p.errors;
+namespace efawatch::nccl {
+namespace {
+
+std::string NodesText(const Verdict& v) {
+  std::string t;
+  if (v.ranks > 0) t += std::to_string(v.ranks) + " ranks";
+  if (v.nodes > 0) t += (t.empty() ? "" : " on ") + std::to_string(v.nodes) + " nodes";
+  return t.empty() ? std::string("the job uses") : t + " use";
+}
+
+// Where the job's traffic goes, as far as the log shows it.
+std::string Where(const Verdict& v) {
+  const bool ofi = v.family == NetFamily::kOFI;
+  std::string where;
+  if (v.transport == "none(single node)") {
+    where = "single node, no inter-node traffic";
+  } else if (v.nodes_evidence == NodesEvidence::kUnknown) {
+    where = "node count unknown (the log does not show how many nodes the job spans)";
+    if (!v.network.empty()) {
+      where += ", network " + v.network;
+      if (ofi) where += " (" + v.ofi_provider + ")";
+    }
+  } else if (v.transport == "unknown") {
+    where = "inter-node transport unknown (the log does not show it)";
+  } else {
+    where = "inter-node traffic on " + v.transport;
+    if (ofi) where += " (" + v.ofi_provider + ")";
+    if (v.gdr != Gdr::kUnknown) where += ", GDR " + std::string(NameOf(v.gdr));
   }
-  return v;
+  return where;
+}
+
+}  // namespace
+
+std::string VerdictHeadline(const Verdict& v) {
+  const std::string tcp_net = v.family == NetFamily::kOFI
+                                  ? "the OFI provider '" + v.ofi_provider + "' (TCP)"
+                                  : std::string("NET/Socket");
+  if (v.tcp_certain) {
+    return "TCP FALLBACK: " + NodesText(v) + " " + tcp_net +
+           " for inter-node traffic instead of EFA/IB RDMA";
+  }
+  if (v.loopback_certain) {
+    return "LOOPBACK: " + NodesText(v) + " the loopback interface between nodes";
+  }
+  if (!v.failure.empty()) return "FAILED: " + v.failure;
+  const std::string where = Where(v);
+  std::string warnings;
+  for (const std::string& kind : v.warning_kinds) {
+    warnings += (warnings.empty() ? "" : ", ") + kind;
+  }
+  if (v.tcp_fallback && !v.tcp_suspected) {
+    return "TCP (DELIBERATE): " + where + "; warnings: " + warnings;
+  }
+  if (v.tcp_fallback) {
+    if (v.tcp_deliberate) {
+      return "TCP (DELIBERATE, SUSPECTED): " + tcp_net + " is selected by configuration; " + where +
+             "; warnings: " + warnings;
+    }
+    return "SUSPECTED TCP FALLBACK: " + tcp_net + " is selected; " + where +
+           "; warnings: " + warnings;
+  }
+  if (!warnings.empty()) return "WARNING: " + where + "; " + warnings;
+  // Without transport evidence there is nothing to call OK; an RDMA net selected on a node of
+  // unknown count is (a TCP or loopback net always leaves a warning above).
+  if (v.transport == "unknown") {
+    const bool rdma = v.family == NetFamily::kIB || v.family == NetFamily::kOFI;
+    if (v.nodes_evidence == NodesEvidence::kUnknown && rdma) return "OK: " + where;
+    return "UNKNOWN: " + where;
+  }
+  return "OK: " + where;
+}
+
+std::string ReportHeadline(const Report& report) {
+  if (!report.HasNcclOutput()) {
+    return "NO NCCL OUTPUT: " + std::to_string(report.summary.lines) +
+           " lines read, none from NCCL; set NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET) in "
+           "the job's environment, or give the file NCCL_DEBUG_FILE names";
+  }
+  return VerdictHeadline(report.summary.verdict);
 }
 
 void FillFromEarlier(Verdict& v, const Verdict& earlier) {
-  v.tcp_fallback = v.tcp_fallback || earlier.tcp_fallback;
-  v.tcp_deliberate = v.tcp_deliberate || earlier.tcp_deliberate;
-  v.loopback_misuse = v.loopback_misuse || earlier.loopback_misuse;
-  v.net_plugin_missing = v.net_plugin_missing || earlier.net_plugin_missing;
-  v.gdr_disabled = v.gdr_disabled || earlier.gdr_disabled;
+  for (auto [mine, theirs] : {std::pair{&v.tcp_fallback, &earlier.tcp_fallback},
+                              {&v.tcp_certain, &earlier.tcp_certain},
+                              {&v.tcp_suspected, &earlier.tcp_suspected},
+                              {&v.tcp_deliberate, &earlier.tcp_deliberate},
+                              {&v.loopback_misuse, &earlier.loopback_misuse},
+                              {&v.loopback_certain, &earlier.loopback_certain},
+                              {&v.net_plugin_missing, &earlier.net_plugin_missing},
+                              {&v.gdr_disabled, &earlier.gdr_disabled}}) {
+    *mine = *mine || *theirs;
+  }
   // A run with no network evidence of its own yet reads as ofi_provider "none" (no OFI seen):
   // the earlier provider stands then, like any field this run has not shown.
   const bool no_network = v.network.empty() || v.network == "unknown";
@@ -40,9 +105,19 @@ void FillFromEarlier(Verdict& v, const Verdict& earlier) {
                               {&v.transport, &earlier.transport},
                               {&v.ofi_provider, &earlier.ofi_provider},
                               {&v.nccl_version, &earlier.nccl_version},
-                              {&v.nodes_evidence, &earlier.nodes_evidence}}) {
+                              {&v.failure, &earlier.failure}}) {
     if (mine->empty() || *mine == "unknown") *mine = *theirs;
   }
+  if (v.family == NetFamily::kUnknown) v.family = earlier.family;
+  if (v.gdr == Gdr::kUnknown) v.gdr = earlier.gdr;
+  if (v.nodes_evidence == NodesEvidence::kUnknown) v.nodes_evidence = earlier.nodes_evidence;
+  for (const std::string& kind : earlier.warning_kinds) {
+    if (std::ranges::find(v.warning_kinds, kind) == v.warning_kinds.end()) {
+      v.warning_kinds.push_back(kind);
+    }
+  }
+  v.nodes = std::max(v.nodes, earlier.nodes);
+  v.ranks = std::max(v.ranks, earlier.ranks);
   v.processes = std::max(v.processes, earlier.processes);
   v.communicators = std::max(v.communicators, earlier.communicators);
   v.warnings += earlier.warnings;

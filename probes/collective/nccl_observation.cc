@@ -20,7 +20,7 @@ NcclObservation ObserveNcclLog(const std::filesystem::path& path, uint64_t offse
   uint64_t n = 0;
   while (std::getline(in, line)) analyzer.Feed(path.filename().string(), ++n, line);
   const nccl::Report report = analyzer.Snapshot();
-  o.verdict = nccl::VerdictOf(report);
+  o.verdict = report.summary.verdict;
   std::set<std::string> kinds;
   for (const auto& f : report.findings) kinds.insert(f.kind);
   for (const auto& k : kinds) o.findings.push_back(k);

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "proto/codec/records.h"
+
 namespace efawatch::codec {
 namespace {
 
@@ -28,24 +30,14 @@ collective::SizeTiming FromProto(const v1::SizeTiming& in) {
 
 void ToProto(const collective::NcclObservation& o, v1::NcclObservation* out) {
   out->set_log_file(o.log_file);
-  out->set_nccl_version(o.verdict.nccl_version);
-  out->set_network(o.verdict.network);
-  out->set_transport(o.verdict.transport);
-  out->set_ofi_provider(o.verdict.ofi_provider);
-  out->set_tcp_fallback(o.verdict.tcp_fallback);
-  out->set_loopback_misuse(o.verdict.loopback_misuse);
+  codec::ToProto(o.verdict, out->mutable_verdict());
   for (const auto& k : o.findings) out->add_findings(k);
 }
 
 collective::NcclObservation FromProto(const v1::NcclObservation& in) {
   collective::NcclObservation o;
   o.log_file = in.log_file();
-  o.verdict.nccl_version = in.nccl_version();
-  o.verdict.network = in.network();
-  o.verdict.transport = in.transport();
-  o.verdict.ofi_provider = in.ofi_provider();
-  o.verdict.tcp_fallback = in.tcp_fallback();
-  o.verdict.loopback_misuse = in.loopback_misuse();
+  o.verdict = codec::FromProto(in.verdict());
   o.findings = Vec(in.findings());
   return o;
 }

@@ -23,8 +23,7 @@ void ToProto(const collective::StartRequest& r, v1::StartCollectiveRequest* out)
 collective::StartRequest FromProto(const v1::StartCollectiveRequest& in);
 void ToProto(const collective::AbortRequest& r, v1::AbortCollectiveRequest* out);
 collective::AbortRequest FromProto(const v1::AbortCollectiveRequest& in);
-/// The observation's verdict crosses as the fields v1::NcclObservation has (version, network,
-/// transport, provider, the TCP and loopback flags); the others stay at their defaults.
+/// The rank's NCCL observation crosses whole (its verdict as v1.NcclVerdict).
 void ToProto(const collective::RankResult& r, v1::RankResult* out);
 collective::RankResult FromProto(const v1::RankResult& in);
 void ToProto(const collective::Result& r, v1::CollectiveResult* out);

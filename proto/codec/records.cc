@@ -1,5 +1,9 @@
 #include "proto/codec/records.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <type_traits>
+
 namespace efawatch::codec {
 
 google::protobuf::Timestamp ToProto(std::chrono::system_clock::time_point t) {
@@ -16,35 +20,68 @@ std::chrono::system_clock::time_point FromProto(const google::protobuf::Timestam
           std::chrono::seconds(t.seconds()) + std::chrono::nanoseconds(t.nanos())));
 }
 
-void ToProto(const nccl::Verdict& v, v1::PodVerdict* out) {
-  out->set_tcp_fallback(v.tcp_fallback);
-  out->set_tcp_deliberate(v.tcp_deliberate);
-  out->set_loopback_misuse(v.loopback_misuse);
-  out->set_net_plugin_missing(v.net_plugin_missing);
-  out->set_gdr_disabled(v.gdr_disabled);
-  out->set_network(v.network);
-  out->set_transport(v.transport);
-  out->set_ofi_provider(v.ofi_provider);
-  out->set_nccl_version(v.nccl_version);
-  out->set_nodes_evidence(v.nodes_evidence);
-  out->set_processes(v.processes);
-  out->set_communicators(v.communicators);
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Reflection;
+
+// The field of v1::NcclVerdict named like the record's; a record field without one is a
+// programming error that tests/unit/records catches first.
+const FieldDescriptor* VerdictField(const char* name) {
+  const FieldDescriptor* d = v1::NcclVerdict::descriptor()->FindFieldByName(name);
+  if (d == nullptr) {
+    std::fprintf(stderr, "v1.NcclVerdict has no field %s (lib/nccl/verdict.h)\n", name);
+    std::abort();
+  }
+  return d;
 }
 
-nccl::Verdict FromProto(const v1::PodVerdict& in) {
+}  // namespace
+
+// One walk over the record's field list: each C++ type has one proto type (enums by name).
+void ToProto(const nccl::Verdict& v, v1::NcclVerdict* out) {
+  const Reflection* r = out->GetReflection();
+  nccl::ForEachField(v, [&](const char* name, const auto& field) {
+    using T = std::decay_t<decltype(field)>;
+    const FieldDescriptor* d = VerdictField(name);
+    if constexpr (std::is_same_v<T, bool>) {
+      r->SetBool(out, d, field);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      r->SetString(out, d, field);
+    } else if constexpr (std::is_same_v<T, int>) {
+      r->SetInt32(out, d, field);
+    } else if constexpr (std::is_same_v<T, uint64_t>) {
+      r->SetUInt64(out, d, field);
+    } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      for (const std::string& s : field) r->AddString(out, d, s);
+    } else {
+      static_assert(nccl::NamedEnum<T>, "a verdict field of a type the proto codec lacks");
+      r->SetString(out, d, std::string(nccl::NameOf(field)));
+    }
+  });
+}
+
+nccl::Verdict FromProto(const v1::NcclVerdict& in) {
   nccl::Verdict v;
-  v.tcp_fallback = in.tcp_fallback();
-  v.tcp_deliberate = in.tcp_deliberate();
-  v.loopback_misuse = in.loopback_misuse();
-  v.net_plugin_missing = in.net_plugin_missing();
-  v.gdr_disabled = in.gdr_disabled();
-  v.network = in.network();
-  v.transport = in.transport();
-  v.ofi_provider = in.ofi_provider();
-  v.nccl_version = in.nccl_version();
-  v.nodes_evidence = in.nodes_evidence();
-  v.processes = in.processes();
-  v.communicators = in.communicators();
+  const Reflection* r = in.GetReflection();
+  nccl::ForEachField(v, [&](const char* name, auto& field) {
+    using T = std::decay_t<decltype(field)>;
+    const FieldDescriptor* d = VerdictField(name);
+    if constexpr (std::is_same_v<T, bool>) {
+      field = r->GetBool(in, d);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      field = r->GetString(in, d);
+    } else if constexpr (std::is_same_v<T, int>) {
+      field = r->GetInt32(in, d);
+    } else if constexpr (std::is_same_v<T, uint64_t>) {
+      field = r->GetUInt64(in, d);
+    } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      const int n = r->FieldSize(in, d);
+      for (int i = 0; i < n; ++i) field.push_back(r->GetRepeatedString(in, d, i));
+    } else {
+      field = nccl::FromName<T>(r->GetString(in, d));
+    }
+  });
   return v;
 }
 

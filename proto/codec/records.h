@@ -15,10 +15,11 @@ namespace efawatch::codec {
 google::protobuf::Timestamp ToProto(std::chrono::system_clock::time_point t);
 std::chrono::system_clock::time_point FromProto(const google::protobuf::Timestamp& t);
 
-/// The verdict fields of a v1::PodVerdict. warnings and errors are not in the API message (they
-/// are counters on /metrics); FromProto leaves them 0.
-void ToProto(const nccl::Verdict& v, v1::PodVerdict* out);
-nccl::Verdict FromProto(const v1::PodVerdict& in);
+/// The verdict record and v1.NcclVerdict, field by field through the record's own field list
+/// (nccl::ForEachField) and the message's descriptor: the names are the same, so a field added to
+/// the record has only the proto to gain. Aborts on a record field the message lacks.
+void ToProto(const nccl::Verdict& v, v1::NcclVerdict* out);
+nccl::Verdict FromProto(const v1::NcclVerdict& in);
 
 void ToProto(const common::Finding& f, v1::Finding* out);
 common::Finding FromProto(const v1::Finding& in);

@@ -147,7 +147,7 @@ TEST(PodAnalysisTest, AgentReachesTheVerdictOfTheAnalyzerOnEveryLine) {
     EXPECT_TRUE(saw_c);
     const auto v = f.pods.Verdicts();
     ASSERT_EQ(v.size(), 1u);
-    EXPECT_TRUE(v[0].nccl == nccl::VerdictOf(r)) << v[0].nccl.transport << " " << v[0].nccl.network;
+    EXPECT_TRUE(v[0].nccl == r.summary.verdict) << v[0].nccl.transport << " " << v[0].nccl.network;
     EXPECT_EQ(v[0].nccl_lines, every_line.counters().nccl_lines);
   }
 }

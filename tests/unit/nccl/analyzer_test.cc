@@ -49,7 +49,7 @@ TEST(AnalyzerTest, ExtractsVersionFromBareAndInfoBanner) {
   EXPECT_EQ(r.processes[0].nccl_version, "2.19.3");
   EXPECT_EQ(r.processes[0].cuda_version, "12.3");
   r = Analyze({"h:1:1 [0] NCCL INFO NCCL version 2.27.6+cuda13.0"});
-  EXPECT_EQ(r.summary.nccl_version, "2.27.6");
+  EXPECT_EQ(r.summary.verdict.nccl_version, "2.27.6");
   EXPECT_EQ(r.processes[0].cuda_version, "13.0");
 }
 
@@ -81,7 +81,7 @@ TEST(AnalyzerTest, ExtractsOfiPluginProviderFabricAndNics) {
   EXPECT_EQ(p.network_family, "OFI");
   ASSERT_EQ(p.settings.size(), 1u);
   EXPECT_EQ(p.settings[0].first, "FI_EFA_FORK_SAFE");
-  EXPECT_EQ(r.summary.ofi_provider, "efa");
+  EXPECT_EQ(r.summary.verdict.ofi_provider, "efa");
 }
 
 TEST(AnalyzerTest, ExtractsOldProviderFormats) {
@@ -197,9 +197,9 @@ TEST(AnalyzerTest, TcpFallbackWhenTwoNodesUseSocket) {
   EXPECT_EQ(f->evidence.source, "test.log");
   EXPECT_GT(f->evidence.line, 0u);
   EXPECT_FALSE(f->evidence.text.empty());
-  EXPECT_TRUE(r.summary.tcp_fallback);
-  EXPECT_EQ(r.summary.inter_node_transport, "NET/Socket");
-  EXPECT_EQ(r.summary.verdict.rfind("TCP FALLBACK:", 0), 0u);
+  EXPECT_TRUE(r.summary.verdict.tcp_fallback);
+  EXPECT_EQ(r.summary.verdict.transport, "NET/Socket");
+  EXPECT_EQ(r.summary.headline.rfind("TCP FALLBACK:", 0), 0u);
 }
 
 TEST(AnalyzerTest, NoTcpFallbackOnSingleNodeSocket) {
@@ -209,7 +209,7 @@ TEST(AnalyzerTest, NoTcpFallbackOnSingleNodeSocket) {
       "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 30 - Init COMPLETE",
   });
   EXPECT_EQ(FindKind(r, kTcpFallback), nullptr);
-  EXPECT_EQ(r.summary.inter_node_transport, "none(single node)");
+  EXPECT_EQ(r.summary.verdict.transport, "none(single node)");
 }
 
 TEST(AnalyzerTest, NoTcpFallbackForIbJobBootstrappingOverTcp) {
@@ -220,9 +220,9 @@ TEST(AnalyzerTest, NoTcpFallbackForIbJobBootstrappingOverTcp) {
       "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>",
       "a:1:3 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA",
   });
-  EXPECT_FALSE(r.summary.tcp_fallback);
-  EXPECT_EQ(r.summary.inter_node_transport, "NET/IB");
-  EXPECT_EQ(r.summary.verdict.rfind("OK:", 0), 0u) << r.summary.verdict;
+  EXPECT_FALSE(r.summary.verdict.tcp_fallback);
+  EXPECT_EQ(r.summary.verdict.transport, "NET/IB");
+  EXPECT_EQ(r.summary.headline.rfind("OK:", 0), 0u) << r.summary.headline;
 }
 
 TEST(AnalyzerTest, DeliberateSocketIsAWarning) {
@@ -232,10 +232,10 @@ TEST(AnalyzerTest, DeliberateSocketIsAWarning) {
   const Finding* f = FindKind(r, kTcpFallback);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
-  EXPECT_TRUE(r.summary.tcp_fallback);
-  EXPECT_TRUE(r.summary.tcp_deliberate);
+  EXPECT_TRUE(r.summary.verdict.tcp_fallback);
+  EXPECT_TRUE(r.summary.verdict.tcp_deliberate);
   // The same job without the setting is a fallback, not a choice.
-  EXPECT_FALSE(Analyze(kTwoNodeSocket).summary.tcp_deliberate);
+  EXPECT_FALSE(Analyze(kTwoNodeSocket).summary.verdict.tcp_deliberate);
 }
 
 TEST(AnalyzerTest, TcpFallbackOnOfiTcpProvider) {
@@ -246,7 +246,7 @@ TEST(AnalyzerTest, TcpFallbackOnOfiTcpProvider) {
       "a:1:3 [0] NCCL INFO Ring 00 : 7 -> 8 [receive] via NET/AWS Libfabric/0",
   });
   ASSERT_NE(FindKind(r, kTcpFallback), nullptr);
-  EXPECT_EQ(r.summary.ofi_provider, "tcp;ofi_rxm");
+  EXPECT_EQ(r.summary.verdict.ofi_provider, "tcp;ofi_rxm");
   Report ok = Analyze({
       "a:1:1 [0] NCCL INFO NET/OFI Selected Provider is efa",
       "a:1:3 [0] NCCL INFO Ring 00 : 7 -> 8 [receive] via NET/AWS Libfabric/0/GDRDMA",
@@ -260,8 +260,8 @@ TEST(AnalyzerTest, MultiNodeEvidenceFromNcclTestsHeader) {
       "#  Rank  1 Group  0 Pid  21 on worker-1 device  0 [0x00] Tesla V100-SXM2-16GB",
       "worker-0:22:28 [0] NCCL INFO Using network Socket",
   });
-  EXPECT_TRUE(r.summary.tcp_fallback);
-  EXPECT_EQ(r.summary.nodes, 2);
+  EXPECT_TRUE(r.summary.verdict.tcp_fallback);
+  EXPECT_EQ(r.summary.verdict.nodes, 2);
 }
 
 TEST(AnalyzerTest, SingleHostTableOverridesNNodes) {
@@ -273,8 +273,8 @@ TEST(AnalyzerTest, SingleHostTableOverridesNNodes) {
       "8h200-2:14630:14695 [1] NCCL INFO Channel 07/0 : 1[1] -> 0[0] [send] via NET/AWS "
       "Libfabric/1/GDRDMA",
   });
-  EXPECT_EQ(r.summary.inter_node_transport, "none(single node)");
-  EXPECT_EQ(r.summary.gdr, "on");
+  EXPECT_EQ(r.summary.verdict.transport, "none(single node)");
+  EXPECT_EQ(nccl::NameOf(r.summary.verdict.gdr), "on");
 }
 
 TEST(AnalyzerTest, RemoteConnectTimeoutMeansMultiNode) {
@@ -282,7 +282,7 @@ TEST(AnalyzerTest, RemoteConnectTimeoutMeansMultiNode) {
       "h:1:1 [0] INFO Using internal Network Socket",
       "h:1:2 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out",
   });
-  EXPECT_TRUE(r.summary.tcp_fallback);
+  EXPECT_TRUE(r.summary.verdict.tcp_fallback);
   ASSERT_NE(FindKind(r, kConnectionFailure), nullptr);
 }
 
@@ -307,7 +307,7 @@ TEST(AnalyzerTest, LoopbackBootstrapOutweighsHostNames) {
       "a:1:1 [0] NCCL INFO Using network IB",
   });
   EXPECT_EQ(FindKind(r, kLoopbackMisuse), nullptr);
-  EXPECT_EQ(r.summary.nodes_evidence, "proven_single");
+  EXPECT_EQ(nccl::NameOf(r.summary.verdict.nodes_evidence), "proven_single");
   EXPECT_EQ(r.summary.nodes_rule, "bootstrap_loopback");
 }
 
@@ -318,8 +318,8 @@ TEST(AnalyzerTest, AutomaticLoopbackOnSingleNodeIsFine) {
       "[1,1]<stdout>:c1:11:11 [1] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>",
   });
   EXPECT_EQ(FindKind(r, kLoopbackMisuse), nullptr);
-  EXPECT_FALSE(r.summary.loopback_misuse);
-  EXPECT_EQ(r.summary.inter_node_transport, "none(single node)");
+  EXPECT_FALSE(r.summary.verdict.loopback_misuse);
+  EXPECT_EQ(r.summary.verdict.transport, "none(single node)");
 }
 
 TEST(AnalyzerTest, IfnameLoopbackIsAWarningFromEchoOrLauncher) {
@@ -334,7 +334,7 @@ TEST(AnalyzerTest, IfnameLoopbackIsAWarningFromEchoOrLauncher) {
     const Finding* f = FindKind(r, kLoopbackMisuse);
     ASSERT_NE(f, nullptr) << line;
     EXPECT_EQ(f->severity, Severity::kWarning) << line;
-    EXPECT_TRUE(r.summary.loopback_misuse) << line;
+    EXPECT_TRUE(r.summary.verdict.loopback_misuse) << line;
   }
   for (const char* line : {
            "h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ^docker0,lo",
@@ -357,14 +357,14 @@ TEST(AnalyzerTest, PluginMissingIsNormalOnIb) {
   const Finding* f = FindKind(r, kNetPluginMissing);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kInfo);
-  EXPECT_FALSE(r.summary.net_plugin_missing);
+  EXPECT_FALSE(r.summary.verdict.net_plugin_missing);
 }
 
 TEST(AnalyzerTest, PluginMissingWarnsWhenItCausesTcpFallback) {
   auto lines = kTwoNodeSocket;
   lines.push_back("a:1:1 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so.");
   Report r = Analyze(lines);
-  EXPECT_TRUE(r.summary.net_plugin_missing);
+  EXPECT_TRUE(r.summary.verdict.net_plugin_missing);
 }
 
 TEST(AnalyzerTest, OfiInitFailureWarns) {
@@ -377,7 +377,7 @@ TEST(AnalyzerTest, OfiInitFailureWarns) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
   EXPECT_EQ(r.processes.at(0).net_plugin_state, "init_failed");
-  EXPECT_EQ(r.summary.network_family, "OFI");
+  EXPECT_EQ(nccl::NameOf(r.summary.verdict.family), "OFI");
 }
 
 TEST(AnalyzerTest, GdrDisabledOnRdmaButNotOnSocket) {
@@ -386,15 +386,15 @@ TEST(AnalyzerTest, GdrDisabledOnRdmaButNotOnSocket) {
       "a:1:1 [0] NCCL INFO Channel 00 : 3[51000] -> 0[cb000] [receive] via NET/IB/0",
   });
   ASSERT_NE(FindKind(r, kGdrDisabled), nullptr);
-  EXPECT_TRUE(r.summary.gdr_disabled);
-  EXPECT_EQ(r.summary.gdr, "off");
+  EXPECT_TRUE(r.summary.verdict.gdr_disabled);
+  EXPECT_EQ(nccl::NameOf(r.summary.verdict.gdr), "off");
   Report s = Analyze({"a:1:1 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'",
                       "a:1:1 [0] NCCL INFO Using network Socket"});
   EXPECT_EQ(FindKind(s, kGdrDisabled), nullptr);
   Report w =
       Analyze({"h:1:1 [0] platform_config_endpoint:626 NCCL WARN NET/OFI GDR disabled on "
                "GDR-supported instance type p4d.24xlarge"});
-  EXPECT_TRUE(w.summary.gdr_disabled);
+  EXPECT_TRUE(w.summary.verdict.gdr_disabled);
   EXPECT_EQ(w.processes.at(0).instance_type, "p4d.24xlarge");
 }
 
@@ -407,7 +407,7 @@ TEST(AnalyzerTest, EfaWithoutRdmaIsOnlyInfo) {
   const Finding* f = FindKind(r, kGdrDisabled);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kInfo);
-  EXPECT_EQ(r.summary.gdr, "off");
+  EXPECT_EQ(nccl::NameOf(r.summary.verdict.gdr), "off");
 }
 
 TEST(AnalyzerTest, CountsWarningsErrorsAbortsTimeouts) {
@@ -558,15 +558,15 @@ TEST(AnalyzerTest, GroupBySourceKeepsHostsApart) {
   a.Feed("pod-b.log", 1, "b:2:2 [0] NCCL INFO Using network Socket");
   // Each pod alone shows one host: the Socket net is a suspected fallback, not a certain one.
   Report apart = a.Snapshot();
-  EXPECT_TRUE(apart.summary.tcp_fallback);
-  EXPECT_EQ(apart.summary.nodes_evidence, "unknown");
+  EXPECT_TRUE(apart.summary.verdict.tcp_fallback);
+  EXPECT_EQ(nccl::NameOf(apart.summary.verdict.nodes_evidence), "unknown");
   EXPECT_EQ(apart.MaxSeverity(), Severity::kWarning);
   Analyzer joined;
   joined.Feed("pod-a.log", 1, "a:1:1 [0] NCCL INFO Using network Socket");
   joined.Feed("pod-b.log", 1, "b:2:2 [0] NCCL INFO Using network Socket");
   Report together = joined.Snapshot();
-  EXPECT_TRUE(together.summary.tcp_fallback);
-  EXPECT_EQ(together.summary.nodes_evidence, "proven_multi");
+  EXPECT_TRUE(together.summary.verdict.tcp_fallback);
+  EXPECT_EQ(nccl::NameOf(together.summary.verdict.nodes_evidence), "proven_multi");
   EXPECT_EQ(together.MaxSeverity(), Severity::kCritical);
 }
 

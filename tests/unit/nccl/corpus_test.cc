@@ -128,30 +128,30 @@ TEST_P(NcclCorpusTest, MatchesManifestLabels) {
         EXPECT_EQ(got, want == "yes") << column;
       }
     };
-    yes_no("tcp_fallback", s.tcp_fallback);
-    yes_no("loopback_misuse", s.loopback_misuse);
+    yes_no("tcp_fallback", s.verdict.tcp_fallback);
+    yes_no("loopback_misuse", s.verdict.loopback_misuse);
     if (std::string fam = FamilyLabel(label("net_plugin")); fam != "unknown") {
-      EXPECT_EQ(s.network_family, fam) << "net_plugin";
+      EXPECT_EQ(NameOf(s.verdict.family), fam) << "net_plugin";
     }
     if (std::string p = label("ofi_provider"); p != "unknown") {
-      EXPECT_EQ(s.ofi_provider, p) << "ofi_provider";
+      EXPECT_EQ(s.verdict.ofi_provider, p) << "ofi_provider";
     }
     if (std::string t = label("inter_node_transport"); t != "unknown") {
-      EXPECT_EQ(s.inter_node_transport, t) << "inter_node_transport";
+      EXPECT_EQ(s.verdict.transport, t) << "inter_node_transport";
     }
     if (std::string g = label("gdr"); g == "yes" || g == "no") {
-      EXPECT_EQ(s.gdr, g == "yes" ? "on" : "off") << "gdr";
+      EXPECT_EQ(NameOf(s.verdict.gdr), g == "yes" ? "on" : "off") << "gdr";
     } else {
-      EXPECT_EQ(s.gdr, "unknown") << "gdr";
+      EXPECT_EQ(NameOf(s.verdict.gdr), "unknown") << "gdr";
     }
     // Some versions are labelled from the issue text; the excerpt must then hold no banner.
     std::string version = label("nccl_version");
     version = version.substr(0, version.find(' '));
     if (version != "unknown") {
-      if (s.nccl_version.empty()) {
+      if (s.verdict.nccl_version.empty()) {
         EXPECT_FALSE(FileContains(path, "NCCL version")) << "banner present but not found";
       } else {
-        EXPECT_EQ(s.nccl_version, version);
+        EXPECT_EQ(s.verdict.nccl_version, version);
       }
     }
     EXPECT_EQ(std::to_string(counters.warn_records), cell("warn_count")) << "warn_count";

@@ -34,15 +34,15 @@ void CheckRow(const std::map<std::string, std::string>& row, Wrap wrap) {
   SCOPED_TRACE(path + " wrap=" + std::to_string(static_cast<int>(wrap)));
   Report r = AnalyzeFile(path, wrap);
   const Summary& s = r.summary;
-  EXPECT_EQ(s.tcp_fallback, row.at("tcp_fallback") == "yes");
-  EXPECT_EQ(s.loopback_misuse, row.at("loopback_misuse") == "yes");
-  EXPECT_EQ(s.net_plugin_missing, row.at("net_plugin_missing") == "yes");
-  EXPECT_EQ(s.gdr_disabled, row.at("gdr_disabled") == "yes");
-  EXPECT_EQ(s.inter_node_transport, row.at("inter_node_transport"));
-  EXPECT_EQ(s.ofi_provider, row.at("ofi_provider"));
-  EXPECT_EQ(s.network_family, row.at("network_family"));
-  EXPECT_EQ(s.nccl_version, row.at("nccl_version"));
-  EXPECT_EQ(s.verdict.rfind(row.at("verdict_prefix"), 0), 0u) << s.verdict;
+  EXPECT_EQ(s.verdict.tcp_fallback, row.at("tcp_fallback") == "yes");
+  EXPECT_EQ(s.verdict.loopback_misuse, row.at("loopback_misuse") == "yes");
+  EXPECT_EQ(s.verdict.net_plugin_missing, row.at("net_plugin_missing") == "yes");
+  EXPECT_EQ(s.verdict.gdr_disabled, row.at("gdr_disabled") == "yes");
+  EXPECT_EQ(s.verdict.transport, row.at("inter_node_transport"));
+  EXPECT_EQ(s.verdict.ofi_provider, row.at("ofi_provider"));
+  EXPECT_EQ(NameOf(s.verdict.family), row.at("network_family"));
+  EXPECT_EQ(s.verdict.nccl_version, row.at("nccl_version"));
+  EXPECT_EQ(s.headline.rfind(row.at("verdict_prefix"), 0), 0u) << s.headline;
   int exit_code = r.MaxSeverity() == Severity::kCritical ? 1 : 0;
   EXPECT_EQ(exit_code, std::stoi(row.at("exit")));
 }

@@ -263,7 +263,7 @@ TEST(NodeProofTest, EachRuleProvesWhatItShould) {
     SCOPED_TRACE(c.name);
     Report r = Analyze(c.lines);
     const Summary& s = r.summary;
-    EXPECT_EQ(s.nodes_evidence, c.evidence);
+    EXPECT_EQ(NameOf(s.verdict.nodes_evidence), c.evidence);
     EXPECT_EQ(s.nodes_rule, c.rule);
     EXPECT_EQ(s.nodes_proof.line, c.line);
     if (c.line > 0) {
@@ -271,20 +271,20 @@ TEST(NodeProofTest, EachRuleProvesWhatItShould) {
     }
     // Every case selects the Socket net: the severity follows the proof.
     const Finding* f = FindKind(r, kTcpFallback);
-    if (s.nodes_evidence == "proven_single") {
+    if (s.verdict.nodes_evidence == NodesEvidence::kProvenSingle) {
       EXPECT_EQ(f, nullptr);
-      EXPECT_EQ(s.verdict.rfind("OK:", 0), 0u) << s.verdict;
-    } else if (s.nodes_evidence == "proven_multi") {
+      EXPECT_EQ(s.headline.rfind("OK:", 0), 0u) << s.headline;
+    } else if (s.verdict.nodes_evidence == NodesEvidence::kProvenMulti) {
       ASSERT_NE(f, nullptr);
       EXPECT_EQ(f->severity, Severity::kCritical);
-      EXPECT_EQ(s.verdict.rfind("TCP FALLBACK:", 0), 0u) << s.verdict;
+      EXPECT_EQ(s.headline.rfind("TCP FALLBACK:", 0), 0u) << s.headline;
     } else {
       ASSERT_NE(f, nullptr);
       EXPECT_EQ(f->severity, Severity::kWarning);
       EXPECT_NE(f->message.find("suspected: this log does not show how many nodes the job spans"),
                 std::string::npos)
           << f->message;
-      EXPECT_EQ(s.verdict.rfind("SUSPECTED TCP FALLBACK:", 0), 0u) << s.verdict;
+      EXPECT_EQ(s.headline.rfind("SUSPECTED TCP FALLBACK:", 0), 0u) << s.headline;
     }
   }
 }
@@ -316,7 +316,7 @@ TEST(NodeProofTest, OfiTcpProviderFollowsTheSameRule) {
   ASSERT_NE(FindKind(suspected, kTcpFallback), nullptr);
   EXPECT_EQ(FindKind(suspected, kTcpFallback)->severity, Severity::kWarning);
   EXPECT_EQ(suspected.MaxSeverity(), Severity::kWarning);
-  EXPECT_NE(suspected.summary.verdict.rfind("OK", 0), 0u);
+  EXPECT_NE(suspected.summary.headline.rfind("OK", 0), 0u);
   auto multi = share;
   multi.push_back(
       "n1:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0");
@@ -339,7 +339,7 @@ TEST(NodeProofTest, DeliberateSocketSaysByConfiguration) {
     EXPECT_EQ(f->severity, Severity::kWarning);
     EXPECT_NE(f->message.find("by configuration"), std::string::npos) << f->message;
     EXPECT_EQ(f->message.find("suspected") != std::string::npos, !multi) << f->message;
-    EXPECT_NE(r.summary.verdict.rfind("OK", 0), 0u) << r.summary.verdict;
+    EXPECT_NE(r.summary.headline.rfind("OK", 0), 0u) << r.summary.headline;
   }
 }
 

@@ -29,10 +29,10 @@ TEST(RayFormatTest, DriverLogWithTwoIpsIsProvenMultiNode) {
     SCOPED_TRACE(static_cast<int>(wrap));
     Counters c;
     const Report r = AnalyzeFile(FixtureDir() + "/ray-driver-two-nodes-efa-2.29.log", wrap, &c);
-    EXPECT_EQ(r.summary.nodes_evidence, "proven_multi");
+    EXPECT_EQ(nccl::NameOf(r.summary.verdict.nodes_evidence), "proven_multi");
     EXPECT_EQ(r.summary.nodes_rule, "launcher") << "only the two ip= values tell the nodes apart";
-    EXPECT_EQ(r.summary.ofi_provider, "efa");
-    EXPECT_FALSE(r.summary.tcp_fallback);
+    EXPECT_EQ(r.summary.verdict.ofi_provider, "efa");
+    EXPECT_FALSE(r.summary.verdict.tcp_fallback);
     // 3 + 2 + 2 + 3 + 7: counted, never read as part of a record.
     EXPECT_EQ(c.ray_repeated_lines, 17u);
     EXPECT_EQ(r.summary.ray_repeated_lines, 17u);
@@ -64,9 +64,9 @@ TEST(RayFormatTest, WorkerFileMarkersAreSkippedAndItsOwnLinesProveNodes) {
   EXPECT_EQ(c.ray_repeated_lines, 0u);
   ASSERT_EQ(r.processes.size(), 1u);
   EXPECT_EQ(r.processes[0].host, "rc-efa-gpu-worker-q2m7d");
-  EXPECT_EQ(r.summary.nodes_evidence, "proven_multi");
+  EXPECT_EQ(nccl::NameOf(r.summary.verdict.nodes_evidence), "proven_multi");
   EXPECT_EQ(r.summary.nodes_rule, "nnodes");
-  EXPECT_EQ(r.summary.inter_node_transport, "NET/OFI");
+  EXPECT_EQ(r.summary.verdict.transport, "NET/OFI");
 }
 
 TEST(RayFormatTest, PrefixWithoutIpIsTheDriversNodeAndOneNodeProvesNothing) {
@@ -78,8 +78,8 @@ TEST(RayFormatTest, PrefixWithoutIpIsTheDriversNodeAndOneNodeProvesNothing) {
     a.Feed("driver.log", ++n, line);
   }
   const Report r = a.Snapshot();
-  EXPECT_EQ(r.summary.nodes_evidence, "unknown");
-  EXPECT_EQ(r.summary.network, "Socket");
+  EXPECT_EQ(nccl::NameOf(r.summary.verdict.nodes_evidence), "unknown");
+  EXPECT_EQ(r.summary.verdict.network, "Socket");
   EXPECT_EQ(a.counters().ray_repeated_lines, 2u);
 }
 

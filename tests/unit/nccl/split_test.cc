@@ -54,14 +54,14 @@ size_t CheckPieces(const std::string& path) {
   for (const auto& [host, piece] : pieces) {
     SCOPED_TRACE("piece " + host);
     const Report r = AnalyzeLines(path + "@" + host, piece);
-    if (whole.summary.tcp_fallback && ShowsTcpNet(r)) {
+    if (whole.summary.verdict.tcp_fallback && ShowsTcpNet(r)) {
       const Finding* f = Worst(r, kTcpFallback);
-      EXPECT_TRUE(f != nullptr && f->severity != Severity::kInfo) << r.summary.verdict;
-      EXPECT_NE(r.summary.verdict.rfind("OK", 0), 0u) << r.summary.verdict;
-      EXPECT_NE(r.summary.nodes_evidence, "proven_single");
+      EXPECT_TRUE(f != nullptr && f->severity != Severity::kInfo) << r.summary.headline;
+      EXPECT_NE(r.summary.headline.rfind("OK", 0), 0u) << r.summary.headline;
+      EXPECT_NE(nccl::NameOf(r.summary.verdict.nodes_evidence), "proven_single");
     }
-    if (whole.summary.nodes_evidence == "proven_single") {
-      EXPECT_EQ(Worst(r, kTcpFallback), nullptr) << r.summary.verdict;
+    if (nccl::NameOf(whole.summary.verdict.nodes_evidence) == "proven_single") {
+      EXPECT_EQ(Worst(r, kTcpFallback), nullptr) << r.summary.headline;
       const Finding* lo = Worst(r, kLoopbackMisuse);
       const Finding* whole_lo = Worst(whole, kLoopbackMisuse);
       if (lo != nullptr) {
@@ -69,8 +69,8 @@ size_t CheckPieces(const std::string& path) {
       }
     }
     // A piece never proves more than the whole: several nodes in a piece are several in the job.
-    if (r.summary.nodes_evidence == "proven_multi") {
-      EXPECT_EQ(whole.summary.nodes_evidence, "proven_multi");
+    if (nccl::NameOf(r.summary.verdict.nodes_evidence) == "proven_multi") {
+      EXPECT_EQ(nccl::NameOf(whole.summary.verdict.nodes_evidence), "proven_multi");
     }
   }
   return pieces.size();

@@ -172,7 +172,7 @@ TEST(ProbeRecordsTest, NodeHealthCrossesWithEveryField) {
   pod.container = "worker";
   pod.nccl.tcp_fallback = true;
   pod.nccl.network = "Socket";
-  pod.nccl.nodes_evidence = "proven_multi";
+  pod.nccl.nodes_evidence = nccl::NodesEvidence::kProvenMulti;
   pod.workload_kind = "RayCluster";
   pod.workload = "ft";
   pod.source = "volume";
@@ -208,7 +208,7 @@ TEST(ProbeRecordsTest, NodeHealthCrossesWithEveryField) {
   EXPECT_EQ(back.pods[0].files, 3u);
   EXPECT_TRUE(back.pods[0].nccl.tcp_fallback);
   EXPECT_EQ(back.pods[0].nccl.network, "Socket");
-  EXPECT_EQ(back.pods[0].nccl.nodes_evidence, "proven_multi");
+  EXPECT_EQ(back.pods[0].nccl.nodes_evidence, nccl::NodesEvidence::kProvenMulti);
 }
 
 TEST(DoctorRecordsTest, ChecksAndReportsCrossWithEveryField) {

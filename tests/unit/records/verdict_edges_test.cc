@@ -13,6 +13,8 @@
 
 #include "daemon/logs/checkpoint_codec.h"
 #include "daemon/logs/pod_analysis.h"
+#include "daemon/rpc/node_health_codec.h"
+#include "proto/codec/collective.h"
 #include "proto/codec/records.h"
 #include "tests/unit/records/field_count.h"
 
@@ -28,26 +30,40 @@ size_t VisitedFields() {
   return n;
 }
 
-// Sets the field to a value unlike its default and unlike every other field's, by its index.
+// Sets the field to a value unlike the one it has and unlike every other field's, by its index.
 template <typename T>
 void Perturb(T& field, size_t index) {
   if constexpr (std::is_same_v<T, bool>) {
     field = !field;
   } else if constexpr (std::is_same_v<T, std::string>) {
     field = "value-" + std::to_string(index);
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    field.push_back("value-" + std::to_string(index));
+  } else if constexpr (nccl::NamedEnum<T>) {
+    const size_t n = nccl::EnumNames<T>::kNames.size();
+    field = static_cast<T>((static_cast<size_t>(field) + 1) % n);
   } else {
     field = static_cast<T>(100 + index);
   }
 }
 
-nccl::Verdict WithField(size_t which) {
-  nccl::Verdict v;
+nccl::Verdict WithField(size_t which, nccl::Verdict v = {}) {
   size_t i = 0;
   nccl::ForEachField(v, [&](const char*, auto& field) {
     if (i == which) Perturb(field, i);
     ++i;
   });
   return v;
+}
+
+std::string FieldName(size_t which) {
+  const nccl::Verdict v;
+  std::string name;
+  size_t i = 0;
+  nccl::ForEachField(v, [&](const char* n, const auto&) {
+    if (i++ == which) name = n;
+  });
+  return name;
 }
 
 nccl::Verdict EveryField() {
@@ -79,26 +95,45 @@ TEST(VerdictRecordTest, CheckpointJsonOfTheWrongShapeReadsAsDefaults) {
   EXPECT_EQ(logs::VerdictFromJson(nlohmann::json::array({1, "x", nullptr})), nccl::Verdict{});
 }
 
-// Fields the API message does not carry, on purpose (counters belong on /metrics).
-const std::set<std::string> kNotInPodVerdictProto = {"warnings", "errors"};
-
-TEST(VerdictRecordTest, ProtoCarriesEveryFieldButTheListedOnes) {
+TEST(VerdictRecordTest, ProtoCarriesEveryField) {
   for (size_t i = 0; i < VisitedFields(); ++i) {
     const nccl::Verdict v = WithField(i);
-    std::string name;
-    size_t k = 0;
-    nccl::ForEachField(v, [&](const char* n, const auto&) {
-      if (k++ == i) name = n;
-    });
-    v1::PodVerdict p;
+    v1::NcclVerdict p;
     codec::ToProto(v, &p);
-    const nccl::Verdict back = codec::FromProto(p);
-    if (kNotInPodVerdictProto.contains(name)) {
-      EXPECT_EQ(back, nccl::Verdict{}) << name << " is listed as not in the proto, but crossed";
-    } else {
-      EXPECT_EQ(back, v) << "field " << name << " does not cross the proto edge";
-    }
+    v1::NcclVerdict wire;
+    ASSERT_TRUE(wire.ParseFromString(p.SerializeAsString()));
+    EXPECT_EQ(codec::FromProto(wire), v) << "field " << FieldName(i) << " does not cross the proto";
   }
+  const nccl::Verdict all = EveryField();
+  v1::NcclVerdict p;
+  codec::ToProto(all, &p);
+  EXPECT_EQ(codec::FromProto(p), all);
+}
+
+// Every message that carries a verdict carries all of it: a pod's and a collective rank's.
+TEST(VerdictRecordTest, PodAndCollectiveMessagesEmbedTheWholeVerdict) {
+  const nccl::Verdict all = EveryField();
+  common::NodeHealth h;
+  h.pods.push_back({.namespace_name = "ns",
+                    .pod = "pod",
+                    .container = "main",
+                    .nccl = all,
+                    .workload_kind = "RayCluster",
+                    .workload = "train",
+                    .source = "pod_volume",
+                    .files = 3});
+  v1::NodeHealth hp;
+  rpc::ToProto(h, &hp);
+  ASSERT_EQ(rpc::FromProto(hp).pods.size(), 1u);
+  EXPECT_EQ(rpc::FromProto(hp).pods[0].nccl, all);
+
+  collective::RankResult rank;
+  rank.nccl = collective::NcclObservation{.log_file = "nccl.log", .verdict = all, .findings = {}};
+  v1::RankResult rp;
+  codec::ToProto(rank, &rp);
+  const collective::RankResult back = codec::FromProto(rp);
+  ASSERT_TRUE(back.nccl.has_value());
+  EXPECT_EQ(back.nccl->verdict, all);
 }
 
 struct RecordingSink final : common::MetricSink {
@@ -125,16 +160,62 @@ std::map<std::string, double> Render(const nccl::Verdict& v) {
   return sink.samples;
 }
 
-TEST(VerdictRecordTest, MetricsShowEveryField) {
+// Fields /metrics does not show, on purpose: the alert rules derive certainty from the node
+// evidence and tcp_deliberate (tcp_certain, tcp_suspected, loopback_certain), the family and the
+// GDR state follow the network and gdr_disabled, node and rank counts are per communicator
+// (efawatch_nccl_communicator_info), the failure and the warning kinds are findings
+// (efawatch_findings).
+const std::set<std::string> kNotOnMetrics = {"tcp_certain", "tcp_suspected", "loopback_certain",
+                                             "family",      "gdr",           "nodes",
+                                             "ranks",       "failure",       "warning_kinds"};
+
+TEST(VerdictRecordTest, MetricsShowEveryFieldButTheListedOnes) {
   const auto base = Render(nccl::Verdict{});
   for (size_t i = 0; i < VisitedFields(); ++i) {
-    const nccl::Verdict none;
-    std::string name;
-    size_t k = 0;
-    nccl::ForEachField(none, [&](const char* n, const auto&) {
-      if (k++ == i) name = n;
-    });
-    EXPECT_NE(Render(WithField(i)), base) << "field " << name << " does not reach /metrics";
+    const std::string name = FieldName(i);
+    if (kNotOnMetrics.contains(name)) {
+      EXPECT_EQ(Render(WithField(i)), base) << name << " is listed as not on /metrics, but shows";
+    } else {
+      EXPECT_NE(Render(WithField(i)), base) << "field " << name << " does not reach /metrics";
+    }
+  }
+}
+
+// Fields the headline does not word: the flags and counts whose findings it lists by kind, and
+// the version `analyze` and `status` print beside it.
+const std::set<std::string> kNotInHeadline = {
+    "loopback_misuse", "net_plugin_missing", "gdr_disabled", "nccl_version",
+    "processes",       "communicators",      "warnings",     "errors"};
+
+// Verdicts in which each field the headline words changes it: no single verdict shows them all
+// (the provider only matters on OFI, the GDR state only with a known transport, ...).
+std::vector<nccl::Verdict> HeadlineBases() {
+  nccl::Verdict tcp_ofi;
+  tcp_ofi.tcp_fallback = tcp_ofi.tcp_suspected = true;
+  tcp_ofi.family = nccl::NetFamily::kOFI;
+  tcp_ofi.ofi_provider = "tcp;ofi_rxm";
+  nccl::Verdict certain;
+  certain.tcp_certain = true;
+  nccl::Verdict deliberate;
+  deliberate.tcp_fallback = true;
+  nccl::Verdict multi;
+  multi.nodes_evidence = nccl::NodesEvidence::kProvenMulti;
+  multi.transport = "NET/IB";
+  multi.gdr = nccl::Gdr::kOn;
+  return {nccl::Verdict{}, tcp_ofi, certain, deliberate, multi};
+}
+
+TEST(VerdictRecordTest, HeadlineWordsEveryFieldButTheListedOnes) {
+  for (size_t i = 0; i < VisitedFields(); ++i) {
+    const std::string name = FieldName(i);
+    bool changes = false;
+    for (const nccl::Verdict& base : HeadlineBases()) {
+      changes = changes || nccl::VerdictHeadline(WithField(i, base)) != nccl::VerdictHeadline(base);
+    }
+    EXPECT_EQ(changes, !kNotInHeadline.contains(name))
+        << name
+        << (changes ? " is listed as not in the headline, but changes it"
+                    : " does not reach the headline (lib/nccl/verdict.cc)");
   }
 }
 
