@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/agent/coordination.h"
+#include "daemon/agent/operations.h"
 #include "daemon/agent/probe_runner.h"
 #include "daemon/agent/target_policy.h"
 #include "daemon/doctor/doctor_runner.h"
@@ -180,11 +181,11 @@ absl::Status App::Start() {
   const fabric::EndpointOptions endpoint = CreateFabric();
   if (auto st = CreateCerts(); !st.ok()) return st;
   if (auto st = CreatePeers(); !st.ok()) return st;
+  CreateDoctor();  // before the gRPC edge, which hands RunDoctor to it
   if (auto st = CreateGrpc(); !st.ok()) return st;
   if (auto st = CreateMesh(endpoint); !st.ok()) return st;
   CreateWorkloads();
   CreateSignals();
-  CreateDoctor();
   if (auto st = CreateMetrics(); !st.ok()) return st;
   // Background work starts once both edges are bound: a bad configuration exits before any.
   efa_->Start();
@@ -339,7 +340,16 @@ absl::Status App::CreateGrpc() {
   gopts.max_watch_streams = config_.max_watch_streams;
   gopts.limits = config_.grpc_limits;
   gopts.tls_refresh = config_.tls_reload_interval;
-  auto grpc = rpc::GrpcEdge::Create(gopts, this);
+  ops_ = std::make_unique<agent::Operations>(
+      agent::OperationsParts{.node_name = config_.node_name,
+                             .findings = &findings_,
+                             .node_health = [this] { return GetNodeHealth(); },
+                             .fabric = fabric_.get(),
+                             .probes = probes_.get(),
+                             .coordination = coordination_.get(),
+                             .collective = collective_.get(),
+                             .doctor = doctor_.get()});
+  auto grpc = rpc::GrpcEdge::Create(gopts, ops_.get());
   if (!grpc.ok()) return grpc.status();
   grpc_ = std::move(*grpc);
   return absl::OkStatus();
@@ -585,8 +595,6 @@ void App::CreateDoctor() {
   doctor_ = std::make_unique<doctor::DoctorRunner>(std::move(o), &findings_, clock_);
 }
 
-void App::RunDoctor(DoctorDone done) { doctor_->RunAsync(std::move(done)); }
-
 void App::Stop() {
   // No certificate reload from here on: the watcher calls into the metrics edge.
   certs_.reset();
@@ -684,53 +692,6 @@ common::NodeHealth App::GetNodeHealth() const {
     h.fabric_provider = fabric_->responder()->info().provider;
   }
   return h;
-}
-
-absl::StatusOr<rpc::FabricAddress> App::GetFabricAddress() const {
-  if (fabric_ == nullptr || fabric_->responder() == nullptr) {
-    return absl::NotFoundError("this agent runs no fabric responder");
-  }
-  const fabric::Responder& r = *fabric_->responder();
-  return rpc::FabricAddress{.info = r.info(),
-                            .address = r.address(),
-                            .printable = r.printable_address(),
-                            .node_name = config_.node_name};
-}
-
-void App::Ping(const rpc::ProbeTarget& target, fabric::PingOptions options, PingDone done) {
-  probes_->Ping(target, std::move(options), std::move(done));
-}
-
-void App::Bandwidth(const rpc::ProbeTarget& target, fabric::BandwidthOptions options,
-                    BandwidthDone done) {
-  probes_->Bandwidth(target, std::move(options), std::move(done));
-}
-
-void App::RunCollective(collective::RunRequest request, CollectiveDone done) {
-  coordination_->Run(std::move(request), std::move(done));
-}
-
-absl::StatusOr<collective::JoinResponse> App::JoinCollective(
-    const collective::JoinRequest& request) {
-  if (collective_ == nullptr) {
-    return absl::FailedPreconditionError("this agent takes part in no collectives (no fabric)");
-  }
-  return collective_->Join(request);
-}
-
-void App::StartCollective(const collective::StartRequest& request, RankDone done) {
-  if (collective_ == nullptr) {
-    return done(absl::FailedPreconditionError("this agent takes part in no collectives"));
-  }
-  collective_->Start(request, std::move(done));
-}
-
-void App::AbortCollective(const collective::AbortRequest& request) {
-  if (collective_ == nullptr) return;
-  if (!request.reason.empty()) {
-    spdlog::warn("collective {} aborted: {}", request.session, request.reason);
-  }
-  collective_->Abort(request.session);
 }
 
 }  // namespace efawatch

@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "daemon/agent/agent_handler.h"
 #include "daemon/config.h"
-#include "daemon/rpc/agent_handler.h"
 #include "lib/common/clock.h"
 #include "lib/common/collector_status.h"
 #include "lib/common/findings_board.h"
@@ -42,6 +42,7 @@ namespace agent {
 class ProbeRunner;
 class Coordination;
 class TargetPolicy;
+class Operations;
 }  // namespace agent
 namespace rpc {
 class GrpcCollectiveCalls;
@@ -72,27 +73,16 @@ class FindingsCollector;
 /// everything (edges bound, port file written); Stop() (and the destructor) stops everything
 /// within about a second. Create and Stop are called from the main thread; GetNodeHealth from
 /// gRPC threads.
-class App final : public rpc::AgentHandler {
+class App final {
  public:
   static absl::StatusOr<std::unique_ptr<App>> Create(const Config& config,
                                                      const common::Clock& clock);
-  ~App() override;
+  ~App();
 
   void Stop();
 
-  // rpc::AgentHandler: each operation goes to the module that owns it.
-  common::NodeHealth GetNodeHealth() const override;
-  common::FindingsBoard& findings() const override { return findings_; }
-  absl::StatusOr<rpc::FabricAddress> GetFabricAddress() const override;
-  void Ping(const rpc::ProbeTarget& target, fabric::PingOptions options, PingDone done) override;
-  void Bandwidth(const rpc::ProbeTarget& target, fabric::BandwidthOptions options,
-                 BandwidthDone done) override;
-  void RunCollective(collective::RunRequest request, CollectiveDone done) override;
-  absl::StatusOr<collective::JoinResponse> JoinCollective(
-      const collective::JoinRequest& request) override;
-  void StartCollective(const collective::StartRequest& request, RankDone done) override;
-  void AbortCollective(const collective::AbortRequest& request) override;
-  void RunDoctor(DoctorDone done) override;
+  /// The node's health now (the gRPC edge reaches it through agent::Operations).
+  common::NodeHealth GetNodeHealth() const;
 
   int metrics_port() const;
   int grpc_port() const;
@@ -153,6 +143,7 @@ class App final : public rpc::AgentHandler {
   std::unique_ptr<rpc::LimitsCollector> limits_collector_;  // Reads grpc_'s counters.
   std::unique_ptr<tls::CertificateWatcher> certs_;          // Null without TLS files.
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
+  std::unique_ptr<agent::Operations> ops_;  // What the gRPC edge calls.
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };
 

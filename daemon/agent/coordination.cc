@@ -2,7 +2,7 @@
 
 namespace efawatch::agent {
 
-void Coordination::Run(collective::RunRequest request, rpc::AgentHandler::CollectiveDone done) {
+void Coordination::Run(collective::RunRequest request, agent::AgentHandler::CollectiveDone done) {
   auto normalized = collective::Normalize(std::move(request), limits_);
   if (!normalized.ok()) return done(normalized.status());
   for (const auto& p : normalized->participants) {

@@ -3,8 +3,8 @@
 #include <mutex>
 #include <thread>
 
+#include "daemon/agent/agent_handler.h"
 #include "daemon/agent/target_policy.h"
-#include "daemon/rpc/agent_handler.h"
 #include "lib/common/clock.h"
 #include "probes/collective/coordinator.h"
 
@@ -22,7 +22,7 @@ class Coordination {
       : calls_(calls), limits_(limits), policy_(policy), clock_(clock) {}
   ~Coordination() { Stop(); }
 
-  void Run(collective::RunRequest request, rpc::AgentHandler::CollectiveDone done);
+  void Run(collective::RunRequest request, agent::AgentHandler::CollectiveDone done);
   void Stop();
 
  private:

@@ -8,7 +8,7 @@
 namespace efawatch::agent {
 
 template <typename Options, typename Run, typename Fail>
-void ProbeRunner::Resolve(const rpc::ProbeTarget& target, Options o, Run run, Fail fail) {
+void ProbeRunner::Resolve(const agent::ProbeTarget& target, Options o, Run run, Fail fail) {
   if (fabric_ == nullptr) {
     return fail(
         absl::FailedPreconditionError("this agent has no fabric (no provider found at start)"));
@@ -42,18 +42,18 @@ void ProbeRunner::Resolve(const rpc::ProbeTarget& target, Options o, Run run, Fa
       });
 }
 
-void ProbeRunner::Ping(const rpc::ProbeTarget& target, fabric::PingOptions o,
-                       rpc::AgentHandler::PingDone done) {
-  auto shared = std::make_shared<rpc::AgentHandler::PingDone>(std::move(done));
+void ProbeRunner::Ping(const agent::ProbeTarget& target, fabric::PingOptions o,
+                       agent::AgentHandler::PingDone done) {
+  auto shared = std::make_shared<agent::AgentHandler::PingDone>(std::move(done));
   Resolve(
       target, std::move(o),
       [this, shared](fabric::PingOptions opts) { fabric_->StartPing(std::move(opts), *shared); },
       [shared](absl::Status s) { (*shared)(std::move(s)); });
 }
 
-void ProbeRunner::Bandwidth(const rpc::ProbeTarget& target, fabric::BandwidthOptions o,
-                            rpc::AgentHandler::BandwidthDone done) {
-  auto shared = std::make_shared<rpc::AgentHandler::BandwidthDone>(std::move(done));
+void ProbeRunner::Bandwidth(const agent::ProbeTarget& target, fabric::BandwidthOptions o,
+                            agent::AgentHandler::BandwidthDone done) {
+  auto shared = std::make_shared<agent::AgentHandler::BandwidthDone>(std::move(done));
   Resolve(
       target, std::move(o),
       [this, shared](fabric::BandwidthOptions opts) {

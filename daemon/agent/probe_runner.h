@@ -5,9 +5,9 @@
 #include <functional>
 #include <string>
 
+#include "daemon/agent/agent_handler.h"
 #include "daemon/agent/fabric_address_lookup.h"
 #include "daemon/agent/target_policy.h"
-#include "daemon/rpc/agent_handler.h"
 #include "probes/fabric/fabric_service.h"
 
 namespace efawatch::agent {
@@ -24,15 +24,15 @@ class ProbeRunner {
               const TargetPolicy& policy)
       : fabric_(fabric), lookup_(lookup), policy_(policy) {}
 
-  void Ping(const rpc::ProbeTarget& target, fabric::PingOptions o,
-            rpc::AgentHandler::PingDone done);
-  void Bandwidth(const rpc::ProbeTarget& target, fabric::BandwidthOptions o,
-                 rpc::AgentHandler::BandwidthDone done);
+  void Ping(const agent::ProbeTarget& target, fabric::PingOptions o,
+            agent::AgentHandler::PingDone done);
+  void Bandwidth(const agent::ProbeTarget& target, fabric::BandwidthOptions o,
+                 agent::AgentHandler::BandwidthDone done);
 
  private:
   // Every path ends in exactly one `fail` or one `run`.
   template <typename Options, typename Run, typename Fail>
-  void Resolve(const rpc::ProbeTarget& target, Options o, Run run, Fail fail);
+  void Resolve(const agent::ProbeTarget& target, Options o, Run run, Fail fail);
 
   // Peer lookups in flight are bounded like running probes (ProbeLimits::max_running's default):
   // each is an outgoing connection a caller causes, and they precede the probe's own slot.

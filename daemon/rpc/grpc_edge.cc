@@ -176,7 +176,7 @@ std::vector<std::string> PeerIdentities(const grpc::CallbackServerContext& ctx) 
 
 class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
  public:
-  AgentService(AgentHandler* handler, Authorizer* authz, size_t max_watch_streams)
+  AgentService(agent::AgentHandler* handler, Authorizer* authz, size_t max_watch_streams)
       : handler_(handler), authz_(authz), max_watch_streams_(max_watch_streams) {}
 
   const GrpcEdgeCounters& counters() const { return counters_; }
@@ -340,18 +340,18 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   }
 
   template <typename Request>
-  static ProbeTarget Target(const Request& r) {
+  static agent::ProbeTarget Target(const Request& r) {
     return {.peer_agent = r.peer_agent(), .peer_address = r.peer_address()};
   }
 
-  AgentHandler* const handler_;
+  agent::AgentHandler* const handler_;
   Authorizer* const authz_;
   const size_t max_watch_streams_;
   GrpcEdgeCounters counters_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions& options,
-                                                           AgentHandler* handler) {
+                                                           agent::AgentHandler* handler) {
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (options.tls_cert_file.empty()) {
     creds = grpc::InsecureServerCredentials();

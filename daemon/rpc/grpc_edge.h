@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "daemon/rpc/agent_handler.h"
+#include "daemon/agent/agent_handler.h"
 #include "daemon/rpc/authz.h"
 #include "daemon/rpc/connection_gate.h"
 #include "lib/common/connection_table.h"
@@ -58,7 +58,7 @@ class GrpcEdge {
  public:
   /// `handler` outlives the edge; every RPC converts its message and calls one method of it.
   static absl::StatusOr<std::unique_ptr<GrpcEdge>> Create(const GrpcEdgeOptions& options,
-                                                          AgentHandler* handler);
+                                                          agent::AgentHandler* handler);
   ~GrpcEdge();
 
   int port() const { return port_; }

@@ -1,7 +1,7 @@
 #pragma once
 
+#include "daemon/agent/node_health.h"
 #include "daemon/doctor/doctor_runner.h"
-#include "daemon/node_health.h"
 #include "efawatch/v1/agent.pb.h"
 
 // The agent's node snapshot across the API, one function each way; tests/unit/records round-trips

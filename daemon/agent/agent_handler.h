@@ -4,13 +4,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "daemon/agent/node_health.h"
 #include "daemon/doctor/doctor_runner.h"
-#include "daemon/node_health.h"
 #include "lib/common/findings_board.h"
 #include "probes/collective/types.h"
 #include "probes/fabric/probe.h"
 
-namespace efawatch::rpc {
+namespace efawatch::agent {
 
 /// Whom a probe goes to: the peer agent's gRPC address (its fabric address is asked of it), or a
 /// raw fabric address.
@@ -68,4 +68,4 @@ class AgentHandler {
   virtual void RunDoctor(DoctorDone done) = 0;
 };
 
-}  // namespace efawatch::rpc
+}  // namespace efawatch::agent
