@@ -286,6 +286,11 @@ std::vector<MetricDef> BuildTable() {
        "Lines longer than the line limit, cut.",
        {}},
       {M::kLogsCheckpointWritesTotal.name(), T::kCounter, "Checkpoint files written.", {}},
+      {M::kLogsCheckpointWriteFailuresTotal.name(),
+       T::kCounter,
+       "Checkpoints that could not be written or renamed into place (--state-dir full, "
+       "read-only or gone): a restart would read the logs again from the last written one.",
+       {}},
       {M::kLogsFilesRefusedTotal.name(),
        T::kCounter,
        "Log files not read: symlinks out of the pod log root, or unreadable.",
