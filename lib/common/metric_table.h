@@ -139,6 +139,17 @@ const std::vector<MetricDef>& MetricTable();
 /// The definition of `name`, or nullptr.
 const MetricDef* FindMetric(std::string_view name);
 
+/// Metrics that no rule of deploy/prometheus/efawatch-rules.yml and no dashboard panel reads, on
+/// purpose, with why: for `curl /metrics` and ad-hoc queries when the agent itself, a device or
+/// a probe is under investigation. docs/metrics.md lists them; tests/deploy/checks
+/// (check_metric_use.py) fails on a metric that is neither read by a rule or panel nor here,
+/// and on one here that a rule or panel reads.
+struct DebugOnlyGroup {
+  std::string_view why;
+  std::vector<std::string_view> names;
+};
+const std::vector<DebugOnlyGroup>& DebugOnlyMetrics();
+
 /// docs/metrics.md as generated from the table.
 std::string RenderMetricsDoc();
 
