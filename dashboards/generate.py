@@ -9,16 +9,29 @@ query filters by each of them whose label its metric has, inside the selector (s
 run on the selected series only). Per-pod metrics have no workload label: they are joined on the
 pods of $workload (see pods_in_workload).
 Queries use only metrics from docs/metrics.md and recording rules from
-deploy/prometheus/efawatch-rules.yml. tests/deploy/checks/check_dashboards.py checks that and the
+deploy/prometheus/efawatch-rules.yml. Every time-series panel that reads a metric an alert
+compares draws the alert's threshold as a line, from deploy/prometheus/rule-parameters.yml (the
+one place for the thresholds; tests/deploy/checks/check_thresholds.py compares panels, rules and
+parameters). The JSON goes to dashboards/ and, for the Grafana sidecar, to the
+prometheus-operator component, whose configMapGenerator makes the ConfigMap of them (kustomize
+reads files only below a kustomization). tests/deploy/checks/check_dashboards.py checks that and the
 rest of the house rules (thresholds on every stat, named table columns, legends, top-k on the
 fleet view, links that carry variables); tests/e2e/prometheus runs every query against a real
 Prometheus scraping a real agent.
 """
 import json
 import pathlib
+import re
 import sys
 
+import yaml
+
 HERE = pathlib.Path(__file__).resolve().parent
+PARAMETERS = HERE.parent / "deploy/prometheus/rule-parameters.yml"
+# Copies for the configMapGenerator of the prometheus-operator component.
+COMPONENT_COPY = HERE.parent / "deploy/kubernetes/components/prometheus-operator/dashboards"
+THRESHOLDS = yaml.safe_load(PARAMETERS.read_text())["thresholds"]
+METRIC_RE = re.compile(r"efawatch[:_][A-Za-z0-9_:]+")
 DS = {"type": "prometheus", "uid": "${datasource}"}
 FLEET_UID, NODE_UID, JOB_UID = "efawatch-fleet", "efawatch-node", "efawatch-job"
 
@@ -198,6 +211,7 @@ def steps(*pairs):
     }
 
 
+COLOURS = {"orange": ORANGE, "red": RED}  # rule-parameters.yml's `colour`
 # Stat colours by what the number means.
 BAD_IF_ANY = steps((GREEN, None), (RED, 1))         # a count of broken things
 WARN_IF_ANY = steps((GREEN, None), (ORANGE, 1))     # a count of degraded things
@@ -336,6 +350,35 @@ class Board:
             "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
             "tooltip": {"mode": "multi", "sort": "desc"},
         }
+        # The alerts' thresholds on the metrics this panel reads, as lines.
+        read = {m for t in p["targets"] for m in METRIC_RE.findall(t["expr"])}
+        lines = sorted({(t["value"], t["colour"]) for t in THRESHOLDS
+                        if read & set(t["panel_metrics"])})
+        if lines:
+            p["fieldConfig"]["defaults"]["thresholds"] = steps(
+                (GREEN, None), *[(COLOURS[c], v) for v, c in lines])
+            p["fieldConfig"]["defaults"]["custom"] = {"thresholdsStyle": {"mode": "line"}}
+
+    def alert_list(self, title, label_filter, w=24, h=6, description=""):
+        """Grafana's alert list of the efawatch alerts firing or pending in the data source's
+        Prometheus, filtered by the dashboard's variables (label_filter: a label matcher set)."""
+        p = self._panel("alertlist", title, w, h, description)
+        del p["targets"]
+        p["options"] = {
+            "viewMode": "list",
+            "groupMode": "default",
+            "groupBy": [],
+            "maxItems": 50,
+            "sortOrder": 3,  # importance: critical first
+            "dashboardAlerts": False,
+            "alertName": "Efawatch",
+            "alertInstanceLabelFilter": label_filter,
+            "datasource": "${datasource}",
+            "showInstances": True,
+            "stateFilter": {"firing": True, "pending": True, "noData": False, "normal": False,
+                            "error": True},
+            "folder": None,
+        }
 
     def json(self, variables_):
         return {
@@ -473,6 +516,13 @@ def fleet():
         "Which pods are off the fast fabric now (NCCL over TCP or loopback), then the nodes: EFA "
         "errors, missing devices, ping mesh loss, agents down.",
     )
+    b.row("Alerts")
+    b.alert_list(
+        "efawatch alerts firing or pending",
+        '{cluster=~"$cluster"}',
+        description="The efawatch alerts of this cluster (docs/runbook.md has a section for each): "
+        "a job's alert is silenced in Alertmanager under its node's fault (fault_node), not here.",
+    )
     b.row("Pods off the fast fabric")
     b.table(
         "On TCP / loopback now",
@@ -600,13 +650,16 @@ def fleet():
     b.timeseries(
         "Dropped log analysis work, top 10 nodes each",
         [
-            (f"topk(10, sum by (cluster, node) (increase(efawatch_logs_truncated_lines_total"
+            (f"topk(10, sum by (cluster, node) (rate(efawatch_logs_truncated_lines_total"
              f"{{{NODE_SEL}}}[$__rate_interval])))", "{{node}} cut lines"),
-            (f"topk(10, sum by (cluster, node) (increase(efawatch_logs_files_over_cap_total"
+            (f"topk(10, sum by (cluster, node) (rate(efawatch_logs_files_over_cap_total"
              f"{{{NODE_SEL}}}[$__rate_interval])))", "{{node}} files over cap"),
-            (f"topk(10, sum by (cluster, node) (increase(efawatch_logs_state_evicted_total"
+            (f"topk(10, sum by (cluster, node) (rate(efawatch_logs_state_evicted_total"
              f"{{{NODE_SEL}}}[$__rate_interval])))", "{{node}} evicted state"),
         ],
+        unit="short",
+        description="Per second. EfawatchAgentDegraded: any eviction or file over the cap, or "
+        "more than one cut line a second (the line), for 30 minutes.",
     )
     b.timeseries(
         "Ping mesh: fewest rounds, most discovery errors (10 nodes each)",
@@ -825,6 +878,14 @@ def job():
         "The pods of a job (a workload, or a namespace): NCCL transport, version and verdict per "
         "pod; its communicators across nodes, by workload (RayCluster, PyTorchJob, JobSet, ...).",
     )
+    b.row("Alerts")
+    b.alert_list(
+        "efawatch alerts of the job",
+        '{cluster=~"$cluster", namespace=~"$namespace", workload=~"$workload"}',
+        h=5,
+        description="The job's efawatch alerts, one per job (docs/runbook.md); node-level alerts "
+        "show when the workload filter is All.",
+    )
     b.row("Job across nodes")
     b.stat(
         "Communicators spanning nodes",
@@ -967,12 +1028,13 @@ def main():
     check = "--check" in sys.argv[1:]
     stale = []
     for name, text in render().items():
-        path = HERE / name
-        if check:
-            if not path.exists() or path.read_text() != text:
-                stale.append(name)
-        else:
-            path.write_text(text)
+        for path in (HERE / name, COMPONENT_COPY / name):
+            if check:
+                if not path.exists() or path.read_text() != text:
+                    stale.append(str(path.relative_to(HERE.parent)))
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
     if stale:
         print("stale dashboards (run dashboards/generate.py): " + ", ".join(stale), file=sys.stderr)
         return 1

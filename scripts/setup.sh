@@ -15,7 +15,7 @@ packages=(
   clang clang-format clang-tidy libclang-rt-14-dev
   # tests and benchmarks: promtool/prometheus, amtool/alertmanager, libfabric's fabtests tools,
   # certificates, network namespaces and fault injection, reference tools
-  prometheus prometheus-alertmanager libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3 time dnsmasq-base
+  prometheus prometheus-alertmanager libfabric-bin openssl iproute2 nftables iptables iperf3 curl procps python3 python3-yaml time dnsmasq-base
   # the image (scripts/build-image.sh, tests/image): buildah builds it from scratch and runs it
   # (chroot isolation, vfs storage: no daemon, no runc); the verbs providers (libefa) go into it
   buildah ibverbs-providers

@@ -527,6 +527,8 @@ absl::Status PodAnalysis::Collect(std::chrono::steady_clock::time_point /*deadli
     sink.Add(metrics::M::kLogsTruncationsTotal, {}, static_cast<double>(tailer_->truncations));
     sink.Add(metrics::M::kLogsCheckpointWritesTotal, {},
              static_cast<double>(tailer_->checkpoint_writes));
+    sink.Add(metrics::M::kLogsCheckpointWriteFailuresTotal, {},
+             static_cast<double>(tailer_->checkpoint_write_failures));
     sink.Add(metrics::M::kLogsFilesRefusedTotal, {}, static_cast<double>(tailer_->files_refused));
     sink.Add(metrics::M::kLogsFilesOverCapTotal, {}, static_cast<double>(tailer_->files_over_cap));
     sink.Add(metrics::M::kLogsTruncatedLinesTotal, {},

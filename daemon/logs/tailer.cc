@@ -808,6 +808,9 @@ void Tailer::WriteCheckpoint() {
     out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     out.flush();
     if (!out) {
+      // Counted (and alerted on: EfawatchCheckpointWritesFailing): a warning every
+      // --checkpoint interval in a log nobody reads hid that a restart would lose our place.
+      ++counters_.checkpoint_write_failures;
       spdlog::warn("cannot write checkpoint {}", tmp);
       return;
     }
@@ -819,7 +822,13 @@ void Tailer::WriteCheckpoint() {
   }
   std::error_code ec;
   fs::rename(tmp, options_.state_file, ec);
-  if (!ec) ++counters_.checkpoint_writes;
+  if (ec) {
+    ++counters_.checkpoint_write_failures;
+    spdlog::warn("cannot rename checkpoint {} to {}: {}", tmp, options_.state_file.string(),
+                 ec.message());
+    return;
+  }
+  ++counters_.checkpoint_writes;
 }
 
 void Tailer::SetCheckpointAside(std::string_view why) {

@@ -90,6 +90,7 @@ struct TailerCounters {
   std::atomic<uint64_t> rotations{0};
   std::atomic<uint64_t> truncations{0};
   std::atomic<uint64_t> checkpoint_writes{0};
+  std::atomic<uint64_t> checkpoint_write_failures{0};  // state dir full, read-only, gone
   std::atomic<uint64_t> files_refused{0};  // symlinks out of the root or a pod's volume, unreadable
   std::atomic<uint64_t> files_over_cap{0};         // not watched because of max_files
   std::atomic<uint64_t> lines_truncated{0};        // longer than max_line_bytes

@@ -286,6 +286,11 @@ std::vector<MetricDef> BuildTable() {
        "Lines longer than the line limit, cut.",
        {}},
       {M::kLogsCheckpointWritesTotal.name(), T::kCounter, "Checkpoint files written.", {}},
+      {M::kLogsCheckpointWriteFailuresTotal.name(),
+       T::kCounter,
+       "Checkpoints that could not be written or renamed into place (--state-dir full, "
+       "read-only or gone): a restart would read the logs again from the last written one.",
+       {}},
       {M::kLogsFilesRefusedTotal.name(),
        T::kCounter,
        "Log files not read: symlinks out of the pod log root, or unreadable.",
@@ -448,6 +453,67 @@ const MetricDef* FindMetric(std::string_view name) {
   return it != t.end() && it->name == name ? &*it : nullptr;
 }
 
+// Kept apart from the table (which says what a metric is) because it says who reads it, and
+// changes when a rule or a panel does.
+const std::vector<DebugOnlyGroup>& DebugOnlyMetrics() {
+  static const std::vector<DebugOnlyGroup> groups = {
+      {"The agent's own bookkeeping: its process, limits, connections and gRPC; alerts cover "
+       "what breaks (EfawatchAgentDown, EfawatchScrapeFailing, EfawatchAgentDegraded, the TLS "
+       "alerts).",
+       {"efawatch_start_time_seconds", "efawatch_process_open_fds", "efawatch_memory_budget_bytes",
+        "efawatch_memory_budget_in_use_bytes", "efawatch_rpc_connections_total",
+        "efawatch_rpc_refused_total", "efawatch_rpc_watch_streams",
+        "efawatch_metrics_connections_total", "efawatch_metrics_scrapes_refused_total",
+        "efawatch_grpc_denied_total", "efawatch_internal_errors_total",
+        "efawatch_tls_reload_failures_total", "efawatch_collective_in_progress",
+        "efawatch_collective_running", "efawatch_fabric_responder_messages_total",
+        "efawatch_fabric_responder_up"}},
+      {"Log reading throughput and bookkeeping: how much the tailer reads and keeps; what it "
+       "drops or cannot save is alerted (EfawatchAgentDegraded, "
+       "EfawatchCheckpointWritesFailing).",
+       {"efawatch_logs_files_watched", "efawatch_logs_read_bytes_total",
+        "efawatch_logs_read_lines_total", "efawatch_logs_rotations_total",
+        "efawatch_logs_truncations_total", "efawatch_logs_malformed_lines_total",
+        "efawatch_logs_checkpoint_writes_total", "efawatch_logs_checkpoints_set_aside_total",
+        "efawatch_logs_deleted_files_closed_total", "efawatch_logs_files_refused_total",
+        "efawatch_logs_skipped_bytes_total", "efawatch_nccl_communicators_dropped_total",
+        "efawatch_nccl_processes"}},
+      {"EFA and RDMA device counters beyond the errors (alerted) and the throughput and "
+       "retransmits (node dashboard): work requests, packets and commands per device, port "
+       "state and the generic RDMA view, for a device under investigation.",
+       {"efawatch_efa_completed_cmds_total",
+        "efawatch_efa_keep_alive_rcvd_total",
+        "efawatch_efa_rdma_read_resp_bytes_total",
+        "efawatch_efa_rdma_read_wrs_total",
+        "efawatch_efa_rdma_write_recv_bytes_total",
+        "efawatch_efa_rdma_write_wrs_total",
+        "efawatch_efa_recv_bytes_total",
+        "efawatch_efa_recv_wrs_total",
+        "efawatch_efa_retrans_bytes_total",
+        "efawatch_efa_rx_pkts_total",
+        "efawatch_efa_send_bytes_total",
+        "efawatch_efa_send_wrs_total",
+        "efawatch_efa_submitted_cmds_total",
+        "efawatch_efa_tx_pkts_total",
+        "efawatch_rdma_devices",
+        "efawatch_rdma_device_reads_total",
+        "efawatch_rdma_hw_read_errors",
+        "efawatch_rdma_hw_resets_total",
+        "efawatch_rdma_hw_stat",
+        "efawatch_rdma_port_state",
+        "efawatch_rdma_port_physical_state",
+        "efawatch_rdma_port_rate_bytes_per_second"}},
+      {"Probe and mesh bookkeeping: when on-demand probes ran and failed, how many peers the "
+       "mesh discovered; their results are on the dashboards.",
+       {"efawatch_fabric_probe_failures_total", "efawatch_fabric_probe_last_run_timestamp_seconds",
+        "efawatch_mesh_peers_discovered"}},
+      {"Doctor FAILs over a pod's NCCL processes (hostPID only): `efawatch doctor --agent` shows "
+       "them; the node's own FAILs are alerted (EfawatchDoctorFailing).",
+       {"efawatch_doctor_pod_failures"}},
+  };
+  return groups;
+}
+
 std::string RenderMetricsDoc() {
   std::string out =
       "# Metrics\n\n"
@@ -459,6 +525,16 @@ std::string RenderMetricsDoc() {
     for (auto l : d.labels) (labels += labels.empty() ? "" : ", ") += l;
     ((((out += "| `") += d.name) += "` | ") += TypeName(d.type)) += " | ";
     (((out += labels) += " | ") += d.help) += " |\n";
+  }
+  out +=
+      "\n## Debug only\n\n"
+      "Read by no rule and no dashboard panel, on purpose: for `curl /metrics` and ad-hoc "
+      "queries.\nEvery other metric above is read by a rule of "
+      "`deploy/prometheus/efawatch-rules.yml` or a panel of `dashboards/`\n"
+      "(`tests/deploy/checks/check_metric_use.py`).\n";
+  for (const auto& g : DebugOnlyMetrics()) {
+    ((out += "\n") += g.why) += "\n\n";
+    for (auto n : g.names) ((out += "- `") += n) += "`\n";
   }
   return out;
 }

@@ -82,6 +82,8 @@ struct M {
   static constexpr Metric kLogsTruncationsTotal{"efawatch_logs_truncations_total"};
   static constexpr Metric kLogsTruncatedLinesTotal{"efawatch_logs_truncated_lines_total"};
   static constexpr Metric kLogsCheckpointWritesTotal{"efawatch_logs_checkpoint_writes_total"};
+  static constexpr Metric kLogsCheckpointWriteFailuresTotal{
+      "efawatch_logs_checkpoint_write_failures_total"};
   static constexpr Metric kLogsFilesRefusedTotal{"efawatch_logs_files_refused_total"};
   static constexpr Metric kLogsFilesOverCapTotal{"efawatch_logs_files_over_cap_total"};
   static constexpr Metric kLogsStateEvictedTotal{"efawatch_logs_state_evicted_total"};
@@ -136,6 +138,17 @@ const std::vector<MetricDef>& MetricTable();
 
 /// The definition of `name`, or nullptr.
 const MetricDef* FindMetric(std::string_view name);
+
+/// Metrics that no rule of deploy/prometheus/efawatch-rules.yml and no dashboard panel reads, on
+/// purpose, with why: for `curl /metrics` and ad-hoc queries when the agent itself, a device or
+/// a probe is under investigation. docs/metrics.md lists them; tests/deploy/checks
+/// (check_metric_use.py) fails on a metric that is neither read by a rule or panel nor here,
+/// and on one here that a rule or panel reads.
+struct DebugOnlyGroup {
+  std::string_view why;
+  std::vector<std::string_view> names;
+};
+const std::vector<DebugOnlyGroup>& DebugOnlyMetrics();
 
 /// docs/metrics.md as generated from the table.
 std::string RenderMetricsDoc();

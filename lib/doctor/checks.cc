@@ -312,6 +312,13 @@ Check EfaProvider(const Target& t, const Facts& f) {
     return Make("libfabric.efa_provider", Status::kPass, "efa provider with an RDM endpoint",
                 evidence);
   }
+  // libfabric's efa provider lists nothing without an EFA device, so on a node without one its
+  // absence says nothing about the library: a FAIL here would be a FAIL on every non-EFA node
+  // (and an alert on doctor FAILs would fire fleet-wide). efa.devices says whether one is due.
+  if (f.efa_devices == 0) {
+    return Make("libfabric.efa_provider", Status::kSkip,
+                "no EFA device here, so no efa provider to find", evidence);
+  }
   return Make("libfabric.efa_provider", Status::kFail,
               "libfabric has no usable efa provider: NCCL traffic cannot use EFA", evidence,
               "use the libfabric of the EFA installer (/opt/amazon/efa/lib), and give the pod "

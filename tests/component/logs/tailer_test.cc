@@ -166,6 +166,31 @@ TEST_F(TailerTest, RestartResumesFromTheCheckpointNeitherRereadingNorSkipping) {
   EXPECT_THAT(sink.lines, ElementsAre("train/worker-0/main:3:partial", "train/worker-0/main:4:3"));
 }
 
+// A state directory that cannot take the checkpoint (here: gone) is counted at every due
+// checkpoint, and the writes count again once it is back.
+TEST_F(TailerTest, CountsCheckpointsThatCannotBeWritten) {
+  fs::create_directories(fs::path(dir_.path()) / "pods");
+  RecordingSink sink;
+  TailerOptions o = Options();
+  o.state_file = fs::path(dir_.path()) / "state" / "state.json";
+  Tailer t(o, &sink, clock_);
+  Append(Container() / "0.log", "1\n");
+  t.PollOnce();  // the first pass is due
+  EXPECT_EQ(t.counters().checkpoint_write_failures, 1u);
+  EXPECT_EQ(t.counters().checkpoint_writes, 0u);
+  t.PollOnce();  // not due yet
+  EXPECT_EQ(t.counters().checkpoint_write_failures, 1u);
+  clock_.Advance(o.checkpoint_interval);
+  t.PollOnce();
+  EXPECT_EQ(t.counters().checkpoint_write_failures, 2u);
+  fs::create_directories(o.state_file.parent_path());
+  clock_.Advance(o.checkpoint_interval);
+  t.PollOnce();
+  EXPECT_EQ(t.counters().checkpoint_write_failures, 2u);
+  EXPECT_EQ(t.counters().checkpoint_writes, 1u);
+  EXPECT_TRUE(fs::exists(o.state_file));
+}
+
 TEST_F(TailerTest, RestartAfterRotationWhileDownFinishesTheRotatedFile) {
   fs::create_directories(fs::path(dir_.path()) / "pods");
   const fs::path log = Container() / "0.log";

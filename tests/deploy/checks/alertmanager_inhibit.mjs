@@ -1,7 +1,8 @@
 // Runs deploy/prometheus/alertmanager.yml in a real Alertmanager, posts efawatch alerts to it and
 // checks which ones its inhibit_rules suppress: a job's missing net plugin under the job's TCP
 // alert (and not another job's), a device under its node's page, a node's warnings under its
-// node's fault (and not another node's).
+// node's fault (and not another node's), a job's alerts under the fault of a node it runs on
+// (a 3-node hung job and its faulty node: one alert left to notify).
 //
 // The alerts carry the label sets the rules give them: every alert below has the label names of
 // a firing case of the same alert in efawatch-rules.test.yml (which promtool checks against the
@@ -40,18 +41,32 @@ const cases = [
   // The same job name in another cluster is another job.
   [workload("EfawatchNcclNetPluginMissing", "warning", { cluster: "c2" }), false],
   // Node n1: a device gone is the page; the stuck device and the error counters go under it.
-  [nodeAlert("EfawatchEfaDeviceMissing", "critical", "node", "n1"), false],
-  [nodeAlert("EfawatchEfaAdminQueueStuck", "critical", "device", "n1", { device: "rdmap80s0" }), true],
+  [nodeAlert("EfawatchEfaDeviceMissing", "critical", "node", "n1", { fault_node: "n1" }), false],
+  [nodeAlert("EfawatchEfaAdminQueueStuck", "critical", "device", "n1", { device: "rdmap80s0", fault_node: "n1" }), true],
   [nodeAlert("EfawatchEfaErrorsRising", "warning", "node", "n1"), true],
   // Node n2: the stuck device is the page (nothing above it); the counters go under it.
-  [nodeAlert("EfawatchEfaAdminQueueStuck", "critical", "device", "n2", { device: "rdmap79s0" }), false],
+  [nodeAlert("EfawatchEfaAdminQueueStuck", "critical", "device", "n2", { device: "rdmap79s0", fault_node: "n2" }), false],
   [nodeAlert("EfawatchEfaErrorsRising", "warning", "node", "n2"), true],
   // Node n3: counters alone are a warning of their own.
   [nodeAlert("EfawatchEfaErrorsRising", "warning", "node", "n3"), false],
   // Suspect node x: its own pairs go under it, other nodes' pairs towards it do not.
-  [nodeAlert("EfawatchFabricSuspectNode", "critical", "node", "x", { peer_node: "x" }), false],
+  [nodeAlert("EfawatchFabricSuspectNode", "critical", "node", "x", { peer_node: "x", fault_node: "x" }), false],
   [nodeAlert("EfawatchFabricRttRegression", "warning", "pair", "x", { peer_node: "y" }), true],
   [nodeAlert("EfawatchFabricPingLoss", "warning", "pair", "a", { peer_node: "x" }), false],
+  // Job mix hangs on f1, f2, f3; f2 lost an EFA device: the node's page, the job's timeout,
+  // its completion errors and its mixed transport (f2 on TCP) under it, and f2's
+  // EFA-idle-TCP-busy. One notification. Job llm hangs on healthy g1: its own page.
+  [nodeAlert("EfawatchEfaDeviceMissing", "critical", "node", "f2", { fault_node: "f2" }), false],
+  [workload("EfawatchNcclCollectiveTimeout", "critical", { workload: "mix", fault_node: "f2" }), true],
+  [workload("EfawatchNcclNetCompletionError", "critical", { workload: "mix", node: "f2", fault_node: "f2" }), true],
+  [workload("EfawatchNcclMixedTransport", "critical", { workload: "mix", node: "f2", fault_node: "f2" }), true],
+  [nodeAlert("EfawatchEfaIdleTcpBusy", "critical", "node", "f2"), true],
+  [workload("EfawatchNcclCollectiveTimeout", "critical", { workload: "llm2", node: "g1" }), false],
+  // A job on another node with a fault of its own (f9: no alert for it here) is not silenced
+  // by f2's page.
+  [workload("EfawatchNcclCollectiveTimeout", "critical", { workload: "far", fault_node: "f9" }), false],
+  // Suspect node x silences the jobs on it too.
+  [workload("EfawatchNcclCollectiveTimeout", "critical", { workload: "onx", fault_node: "x" }), true],
 ];
 
 const errs = [];

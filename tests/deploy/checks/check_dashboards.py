@@ -253,7 +253,12 @@ def check(boards, labels):
                 continue
             if p.get("datasource", {}).get("uid") != "${datasource}":
                 errs.append(f"{name}: panel '{p['title']}' does not use ${{datasource}}")
-            if not p.get("targets"):
+            if p["type"] == "alertlist":
+                # Grafana's alert list reads the data source's alerts: no query, a label filter
+                # by the dashboard's cluster.
+                if "$cluster" not in p.get("options", {}).get("alertInstanceLabelFilter", ""):
+                    errs.append(f"{name}: alert list '{p['title']}' is not filtered by $cluster")
+            elif not p.get("targets"):
                 errs.append(f"{name}: panel '{p['title']}' has no query")
             for t in p.get("targets", []):
                 if t.get("datasource", {}).get("uid") != "${datasource}":

@@ -10,7 +10,8 @@
 //     generator given another base links every alert to an existing anchor under it;
 //   - the labels deploy/prometheus/alertmanager.yml inhibits on (`equal`) are on every firing
 //     case of the alerts its rules name;
-//   - every critical finding kind of docs/findings.md and docs/nccl-findings.md has an alert;
+//   - every critical finding kind of docs/findings.md and docs/nccl-findings.md has an alert (its
+//     expression, or a recorded series it reads, names the kind);
 //   - range vectors of an hour or more are read only in groups evaluated every 5 minutes or less
 //     often (a day-long window over raw 30 s samples of every mesh pair was ~11 M samples);
 //   - every metric the rules read is in docs/metrics.md.
@@ -129,7 +130,8 @@ function named(matchers) {
   return names;
 }
 for (const [i, rule] of (alertmanager.inhibit_rules ?? []).entries()) {
-  const sides = [...named(rule.source_matchers), ...named(rule.target_matchers)];
+  const sources = named(rule.source_matchers);
+  const sides = [...sources, ...named(rule.target_matchers)];
   if (!sides.length) errs.push(`alertmanager.yml inhibit_rules[${i}] names no alert`);
   for (const n of sides) {
     for (const l of firing.get(n)) {
@@ -137,7 +139,10 @@ for (const [i, rule] of (alertmanager.inhibit_rules ?? []).entries()) {
         // Absent equals absent in Alertmanager: fine for cluster (left out in the tests, kept by
         // the rules where set) and for the namespace of --log-glob files (workload_kind="Node",
         // which the workload, their node, tells apart); not for a label a side never has.
-        const absentOk = e === "cluster" || (e === "namespace" && l.workload_kind === "Node");
+        // fault_node: always on a source (a node fault); on a job alert only when one of the
+        // job's nodes has such a fault (absent: nothing explains it, nothing silences it).
+        const absentOk = e === "cluster" || (e === "namespace" && l.workload_kind === "Node") ||
+          (e === "fault_node" && !sources.has(n));
         if (!absentOk && !(e in l)) errs.push(`inhibit_rules[${i}]: ${n} fires without ${e}`);
       }
     }
@@ -165,9 +170,25 @@ const GAUGE_OF_KIND = {
 const catchAll = alerts.find((a) => a.alert === "EfawatchCriticalFinding");
 const excluded = /kind!~"([^"]+)"/.exec(catchAll?.expr ?? "")?.[1];
 if (!catchAll || !excluded) errs.push("no EfawatchCriticalFinding with a kind!~ exclusion");
+// An alert reads a kind in its own expression or in a recorded series it reads, at any depth
+// (the job failures: efawatch:nccl_node_workload_failure:info).
+const recordExprs = new Map();
+for (const r of all.filter((r) => r.record)) {
+  recordExprs.set(r.record, (recordExprs.get(r.record) ?? "") + "\n" + r.expr);
+}
+const escapeRe = (x) => x.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+function reads(expr, seen = new Set()) {
+  const out = [expr];
+  for (const [name, e] of recordExprs) {
+    if (seen.has(name) || !new RegExp(`${escapeRe(name)}(?![A-Za-z0-9_:])`).test(expr)) continue;
+    seen.add(name);
+    out.push(...reads(e, seen));
+  }
+  return out;
+}
 for (const k of critical) {
   const own = alerts.filter((a) => a !== catchAll && (
-    new RegExp(`kind=~?"[^"]*\\b${k}\\b`).test(a.expr) ||
+    reads(a.expr).some((e) => new RegExp(`kind=~?"[^"]*\\b${k}\\b`).test(e)) ||
     (GAUGE_OF_KIND[k] && a.expr.includes(GAUGE_OF_KIND[k])) ||
     (GAUGE_OF_KIND[k] && all.some((r) => r.record && r.expr.includes(GAUGE_OF_KIND[k])))));
   const caught = excluded && !new RegExp(`^(?:${excluded})$`).test(k);

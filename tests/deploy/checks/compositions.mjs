@@ -13,7 +13,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { parse, stringify } from "yaml";
+import { parse, parseAllDocuments, stringify } from "yaml";
 import { cppTableErrors } from "./efa_types.mjs";
 import { check, componentsOf } from "./validate_manifests.mjs";
 
@@ -117,6 +117,23 @@ try {
     if (text === null) continue;
     const components = componentsOf(dir);
     for (const c of components) used.add(c);
+    // The prometheus-operator component ships the dashboards for Grafana's sidecar: one
+    // ConfigMap labelled grafana_dashboard "1" holding each dashboards/*.json as generated.
+    if (components.includes("prometheus-operator")) {
+      const cm = parseAllDocuments(text).map((d) => d.toJSON())
+        .find((o) => o?.kind === "ConfigMap" && o.metadata?.labels?.grafana_dashboard === "1");
+      const want = readdirSync(join(src, "dashboards")).filter((f) => f.endsWith(".json")).sort();
+      if (!cm) errs.push(`${label}: no ConfigMap labelled grafana_dashboard: "1"`);
+      else if (JSON.stringify(Object.keys(cm.data ?? {}).sort()) !== JSON.stringify(want)) {
+        errs.push(`${label}: dashboards ConfigMap holds ${Object.keys(cm.data ?? {})}, want ${want}`);
+      } else {
+        for (const f of want) {
+          if (cm.data[f] !== readFileSync(join(src, "dashboards", f), "utf8")) {
+            errs.push(`${label}: dashboards ConfigMap's ${f} differs from dashboards/${f}`);
+          }
+        }
+      }
+    }
     const { errs: e, count } = await check(row.name, text, components);
     errs.push(...e.map((x) => `${label}: ${x}`));
     if (!e.length) console.log(`${label}: ${count} objects valid (${components.join(", ") || "no components"})`);

@@ -130,6 +130,24 @@ TEST_F(DoctorTest, EfaProviderPassesWhenLibfabricHasIt) {
   EXPECT_NE(efa.evidence.find("efa present, tcp absent"), std::string::npos) << efa.evidence;
 }
 
+// This machine's real libfabric, whose efa provider lists nothing without an EFA device: a node
+// without one SKIPs the check (as efa.devices does), a node with EFA devices FAILs it.
+TEST_F(DoctorTest, EfaProviderFailsOnlyOnANodeWithEfaDevices) {
+  const fs::path lib = fs::path(dir_.path()) / "root/usr/lib/x86_64-linux-gnu/libfabric.so.1";
+  fs::create_directories(lib.parent_path());
+  fs::copy_file(fs::canonical("/usr/lib/x86_64-linux-gnu/libfabric.so.1"), lib);
+  Target t = RootTarget(dir_.File("root"), {});
+  t.live = true;
+  const Check none = Find(RunChecks(t), "libfabric.efa_provider");
+  if (none.status == Status::kPass) GTEST_SKIP() << "this machine has an efa provider";
+  EXPECT_EQ(none.status, Status::kSkip) << none.evidence;
+  EXPECT_NE(none.evidence.find("efa absent"), std::string::npos) << none.evidence;
+  EfaNode("p4d.24xlarge", 4);
+  const Check efa = Find(RunChecks(t), "libfabric.efa_provider");
+  EXPECT_EQ(efa.status, Status::kFail) << efa.evidence;
+  EXPECT_FALSE(efa.fix.empty());
+}
+
 TEST_F(DoctorTest, NcclLibraryVersionAndTwoVersionsWarn) {
   FakeNccl("/usr/lib/x86_64-linux-gnu", "2.21.5");
   Check c = Run("nccl.library");
@@ -347,8 +365,9 @@ TEST(DoctorRealLibrariesTest, Libfabric) {
   EXPECT_EQ(by_id["libfabric.library"].summary, "libfabric " + version);
   const Check& efa = by_id["libfabric.efa_provider"];
   if (efa.status == Status::kPass) GTEST_SKIP() << "this machine has an efa provider";
-  EXPECT_EQ(efa.status, Status::kFail);
-  EXPECT_FALSE(efa.fix.empty());
+  // No EFA device on this machine: nothing to fail (EfaProviderFailsOnlyOnANodeWithEfaDevices).
+  const bool no_device = by_id["efa.devices"].evidence.starts_with("0 found");
+  EXPECT_EQ(efa.status, no_device ? Status::kSkip : Status::kFail) << efa.evidence;
   EXPECT_NE(efa.evidence.find("tcp present"), std::string::npos) << efa.evidence;
 }
 

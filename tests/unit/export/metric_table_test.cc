@@ -28,6 +28,17 @@ TEST(MetricTableTest, FindsDeclaredMetricsOnly) {
   EXPECT_EQ(FindMetric("efawatch_no_such_metric"), nullptr);
 }
 
+TEST(MetricTableTest, DebugOnlyMetricsAreDeclaredOnce) {
+  std::set<std::string_view> seen;
+  for (const auto& g : DebugOnlyMetrics()) {
+    EXPECT_FALSE(g.why.empty());
+    for (auto n : g.names) {
+      EXPECT_NE(FindMetric(n), nullptr) << n << " is debug-only but not in the table";
+      EXPECT_TRUE(seen.insert(n).second) << n << " is listed twice";
+    }
+  }
+}
+
 TEST(MetricTableTest, DocsMetricsMdIsGeneratedFromTheTable) {
   const char* src = std::getenv("EFAWATCH_SOURCE_DIR");
   ASSERT_NE(src, nullptr);
