@@ -37,9 +37,9 @@ int Int(const Json& j, const char* name) {
   return d < 0 || d > 1e9 ? -1 : static_cast<int>(d);
 }
 
-// Comm ids are hex strings ("0x7f8c496ae9f661"); lower case, as NCCL's commId is printed.
-std::string CommId(const Json& header) {
-  std::string id = String(header, "id");
+// Comm ids are hex strings ("0x7f8c496ae9f661"), at most 64 bits; lower case, as NCCL's commId
+// is printed. "" for anything else.
+std::string NormalizeCommId(std::string id) {
   if (id.size() < 3 || id.size() > 18 || !id.starts_with("0x")) return {};
   for (size_t i = 2; i < id.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(id[i]);
@@ -48,6 +48,8 @@ std::string CommId(const Json& header) {
   }
   return id;
 }
+
+std::string CommId(const Json& header) { return NormalizeCommId(String(header, "id")); }
 
 bool ReadPerf(const Json& perf, const char* prefix, InspectorOp* out) {
   const std::string p = prefix;
@@ -262,8 +264,7 @@ PromFile ParsePromText(std::string_view text) {
   for (const auto& [b, kind] : bandwidths) {
     InspectorOp op;
     op.kind = kind;
-    std::string id = Label(b, "comm_id");
-    for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string id = NormalizeCommId(Label(b, "comm_id"));
     op.comm_id = id;
     op.op = Label(b, kind == OpKind::kCollective ? "collective" : "p2p");
     if (op.op.empty()) op.op = Label(b, "collective");
@@ -278,7 +279,7 @@ PromFile ParsePromText(std::string_view text) {
     if (std::from_chars(sn.data(), sn.data() + sn.size(), n).ec == std::errc()) op.sn = n;
     op.busbw_gbs = b.value;
     if (auto it = exec_us.find(OpKey(b)); it != exec_us.end()) op.exec_time_us = it->second;
-    if (!id.starts_with("0x") || op.op.empty() || op.busbw_gbs < 0) {
+    if (id.empty() || op.op.empty() || op.op.size() > 32 || op.busbw_gbs < 0) {
       ++out.malformed;
       continue;
     }
