@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "lib/inspector/record.h"
@@ -40,7 +41,9 @@ struct OpStats {
 struct OpKey {
   std::string op;  // "AllReduce", ..., "Send", "Recv"
   size_t size_bucket = 0;
-  auto operator<=>(const OpKey&) const = default;
+  bool operator<(const OpKey& o) const {
+    return std::tie(op, size_bucket) < std::tie(o.op, o.size_bucket);
+  }
 };
 
 struct CommStats {
