@@ -94,7 +94,7 @@ TEST_F(InspectorCollectorTest, AJsonLinesFileInAPodVolumeGivesThePodsSeries) {
                 Volume("uid-a") / "nccl-inspector" / "job-a-0-pid4242.log");
   // Files that are not the Inspector's, named alike, are not followed.
   std::ofstream(Volume("uid-a") / "app.log") << "epoch 1 loss 0.3\n";
-  std::ofstream(Volume("uid-a") / "nccl-inspector" / "empty.log");
+  testing::WriteFile((Volume("uid-a") / "nccl-inspector" / "empty.log").string(), "");
   InspectorCollector c(o_, clock_);
   logs::Tailer t(InspectorTailerOptions(o_, &c), &c, clock_);
   t.LoadState();
