@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/analyze.h"
+#include "cli/inspector_table.h"
 
 namespace efawatch::cli {
 
@@ -19,9 +20,20 @@ void AddAnalyzeCommand(CLI::App& app, AnalyzeCommand& cmd, int& exit_code) {
       ->add_option("--threads", cmd.threads,
                    "parts of a large file analyzed at once (0: one per CPU for files >= 32 MiB)")
       ->check(CLI::Range(0u, 64u));
+  analyze->add_option("--instance-type", cmd.instance_type,
+                      "NCCL Inspector files: compare busbw with this EC2 type's network");
   analyze->add_option("files", cmd.files, "log files, - for stdin")->required();
   analyze->callback([&] {
-    exit_code = RunAnalyze(cmd.files, cmd.format, cmd.threads, std::cout, std::cerr, &cmd.analyzer);
+    // NCCL Inspector files (recognised by content) get their own table; the rest are logs.
+    std::vector<std::string> inspector, logs;
+    for (const auto& f : cmd.files) (IsInspectorFile(f) ? inspector : logs).push_back(f);
+    exit_code = 0;
+    if (!inspector.empty()) {
+      exit_code = RunInspectorTable(inspector, cmd.format, cmd.instance_type, std::cout, std::cerr);
+    }
+    if (!logs.empty() && exit_code == 0) {
+      exit_code = RunAnalyze(logs, cmd.format, cmd.threads, std::cout, std::cerr, &cmd.analyzer);
+    }
   });
 }
 

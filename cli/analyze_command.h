@@ -17,6 +17,7 @@ struct AnalyzeCommand {
   std::vector<std::string> files;
   std::string format = "text";
   unsigned threads = 0;
+  std::string instance_type;  // NCCL Inspector files: busbw against this type's network
   std::unique_ptr<nccl::Analyzer> analyzer;  // kept until exit (cli/analyze.h)
 };
 

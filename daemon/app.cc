@@ -18,6 +18,7 @@
 #include "daemon/doctor/doctor_runner.h"
 #include "daemon/efa/efa_monitor.h"
 #include "daemon/export/prometheus_edge.h"
+#include "daemon/inspector/inspector_collector.h"
 #include "daemon/logs/pod_analysis.h"
 #include "daemon/logs/tailer.h"
 #include "daemon/rpc/grpc_edge.h"
@@ -177,6 +178,7 @@ absl::Status App::Start() {
   process_collector_ = std::make_unique<common::ProcessCollector>();
   findings_collector_ = std::make_unique<common::FindingsCollector>(findings_);
   CreateLogs();
+  CreateInspector();
   CreateEfa();
   const fabric::EndpointOptions endpoint = CreateFabric();
   if (auto st = CreateCerts(); !st.ok()) return st;
@@ -193,7 +195,28 @@ absl::Status App::Start() {
   if (workloads_) workloads_->Start();
   if (signals_) signals_->Start();
   doctor_->Start();
+  if (auto st = inspector_tailer_->Start(); !st.ok()) return st;
   return tailer_->Start();
+}
+
+void App::CreateInspector() {
+  inspector::InspectorCollectorOptions o;
+  o.volume_root = config_.paths.pod_volume_root;
+  o.pod_log_root = config_.paths.pod_log_root;
+  o.inspector_dir = config_.inspector_dir;
+  o.max_comms_per_pod = config_.max_communicators_per_pod;
+  o.instance_type = config_.instance_type.empty() ? common::InstanceTypeFromDmi(config_.paths.sysfs)
+                                                  : config_.instance_type;
+  o.expected_bytes_per_second = common::ExpectedNetworkBytesPerSecond(o.instance_type);
+  inspector_ = std::make_unique<inspector::InspectorCollector>(o, clock_);
+  inspector_tailer_ = std::make_unique<logs::Tailer>(
+      inspector::InspectorTailerOptions(o, inspector_.get()), inspector_.get(), clock_);
+  spdlog::info("NCCL Inspector files: pod volumes{}{}",
+               o.inspector_dir.empty() ? "" : " and " + o.inspector_dir.string(),
+               o.expected_bytes_per_second > 0
+                   ? fmt::format(", expected network bandwidth {:.1f} GB/s ({})",
+                                 o.expected_bytes_per_second / 1e9, o.instance_type)
+                   : "");
 }
 
 void App::CreateLogs() {
@@ -389,6 +412,7 @@ absl::Status App::CreateMetrics() {
   mopts.collector_budget = config_.collector_budget;
   std::vector<common::Collector*> collectors = {process_collector_.get(), efa_.get(), pods_.get(),
                                                 findings_collector_.get()};
+  collectors.push_back(inspector_.get());
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
   if (collective_collector_) collectors.push_back(collective_collector_.get());
   if (mesh_collector_) collectors.push_back(mesh_collector_.get());
@@ -628,9 +652,12 @@ void App::Stop() {
   collective_.reset();
   fabric_.reset();
   if (tailer_) tailer_->Stop();  // writes the last checkpoint
+  if (inspector_tailer_) inspector_tailer_->Stop();
   efa_.reset();
   tailer_.reset();
   pods_.reset();
+  inspector_tailer_.reset();
+  inspector_.reset();
 }
 
 App::~App() { Stop(); }

@@ -64,6 +64,9 @@ namespace logs {
 class Tailer;
 class PodAnalysis;
 }  // namespace logs
+namespace inspector {
+class InspectorCollector;
+}  // namespace inspector
 namespace common {
 class ProcessCollector;
 class FindingsCollector;
@@ -93,6 +96,7 @@ class App final {
   // the background threads once both edges are bound.
   absl::Status Start();
   void CreateLogs();
+  void CreateInspector();
   void CreateEfa();
   // Opens the fabric service (and the collective participant) on the first provider that works;
   // returns the endpoint settings the mesh should use (those of the attempt that worked).
@@ -124,6 +128,9 @@ class App final {
   std::unique_ptr<common::FindingsCollector> findings_collector_;
   std::unique_ptr<logs::PodAnalysis> pods_;
   std::unique_ptr<logs::Tailer> tailer_;
+  // The NCCL Inspector's files, followed by a tailer of their own (daemon/inspector).
+  std::unique_ptr<inspector::InspectorCollector> inspector_;
+  std::unique_ptr<logs::Tailer> inspector_tailer_;
   std::unique_ptr<efa::EfaMonitor> efa_;
   std::unique_ptr<fabric::FabricService> fabric_;  // Null when no provider could be opened.
   std::unique_ptr<fabric::FabricCollector> fabric_collector_;

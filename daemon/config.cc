@@ -231,6 +231,13 @@ const std::vector<Option>& Options() {
        "Also read Ray session logs inside containers without a /tmp/ray volume, through "
        "<procfs-root>/<pid>/root (needs the host's PID namespace).",
        Bool(&Config::container_rootfs, "container-rootfs")},
+      {"inspector-dir", false,
+       "A directory (hostPath) the jobs' NCCL Inspector writes to (NCCL_INSPECTOR_DUMP_DIR); "
+       "Inspector files in pod volumes are read without it.",
+       [](Config& c, const std::string& v) {
+         c.inspector_dir = v;
+         return absl::OkStatus();
+       }},
       {"state-dir", false, "Directory for the agent's state (checkpoints).",
        [](Config& c, const std::string& v) {
          c.state_dir = v;

@@ -89,6 +89,9 @@ struct Config {
   unsigned max_log_files_per_pod = 256;  // logs::PodVolumeOptions says why
   // Ray session logs in containers' own filesystems through <procfs>/<pid>/root (needs hostPID).
   bool container_rootfs = false;
+  // A hostPath the jobs' NCCL Inspector writes to (NCCL_INSPECTOR_DUMP_DIR); empty: pod volumes
+  // only (daemon/inspector).
+  std::filesystem::path inspector_dir;
   // Fleet ping mesh (probes/mesh); off unless a discovery is chosen.
   std::string mesh_discovery = "off";  // off | static | dns | kubernetes
   std::string mesh_peers;              // static: [node=]host[:port][/group],...

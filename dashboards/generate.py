@@ -1012,7 +1012,37 @@ def job():
         unit="Bps",
         negative=("B",),
     )
+    inspector_panels(b)
     return b.json(variables("job"))
+
+
+def inspector_panels(b):
+    """The job's own collectives, from the NCCL Inspector (docs/inspector.md): median busbw of
+    large messages per collective against what the job's nodes should give, and the ratio the
+    EfawatchNcclSlowCollectives alert judges. Empty for jobs that do not load the Inspector."""
+    b.row("Collective bandwidth (NCCL Inspector)")
+    measured = in_job_workload(f"efawatch:nccl_busbw_bytes_per_second:p50_5m{{{POD_SEL}}}")
+    b.timeseries(
+        "NCCL busbw against expected, per collective (64 MiB and more)",
+        [
+            (f"min by (collective) ({measured})", "{{collective}} (slowest pod)"),
+            (f"max by (collective) ({measured})", "{{collective}} (fastest pod)"),
+            (f"min(efawatch_fabric_expected_bandwidth_bytes_per_second{{{NODE_SEL}}} "
+             f"and on (cluster, node) count by (cluster, node) ({measured}))", "expected"),
+        ],
+        unit="Bps",
+        description="Median bus bandwidth (nccl-tests' busbw) of the job's collectives of 64 MiB "
+        "and more over 5 minutes, as the NCCL Inspector measured them, and the network "
+        "bandwidth the job's nodes should give (their instance type's EFA devices).",
+    )
+    b.timeseries(
+        "NCCL busbw / expected, per collective",
+        [(f"min by (collective) ({in_job_workload(f'efawatch:nccl_busbw_expected_ratio:p50_5m{{{POD_SEL}}}')})",
+          "{{collective}}")],
+        unit="percentunit",
+        description="The slowest pod's share of its node's expected bandwidth; under 25 % for 10 "
+        "minutes raises EfawatchNcclSlowCollectives.",
+    )
 
 
 BOARDS = {"efawatch-fleet.json": fleet, "efawatch-node.json": node, "efawatch-job.json": job}

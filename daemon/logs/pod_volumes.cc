@@ -135,6 +135,7 @@ struct PodWalk {
         continue;
       }
       if (!(e.is_file || e.is_link) || !MatchesDebugFile(name)) continue;
+      if (options.accept && !options.accept(volume, dir / name)) continue;
       Add(dir / name, volume, "");
       if (!watched) out.dirs.push_back(dir);
       watched = true;
@@ -162,7 +163,7 @@ struct PodWalk {
             plugin_name == "kubernetes.io~csi" ? vol->path() / "mount" : vol->path();
         pod.container = "(volume:" + vol->path().filename().string() + ")";
         out.dirs.push_back(top);
-        RayFiles(top);
+        if (options.ray_sessions) RayFiles(top);
         DebugFiles(top, top, options.max_depth);
       }
     }

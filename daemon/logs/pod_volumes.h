@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -30,6 +31,13 @@ struct PodVolumeOptions {
   /// <procfs>/<pid>/root/tmp/ray/session_latest/logs/ of the container's first process, the pod
   /// from the process's cgroup. Needs the host's PID namespace. Empty: off.
   std::filesystem::path container_rootfs_procfs;
+  /// Ray sessions' worker and job-driver files (off for readers of other files).
+  bool ray_sessions = true;
+  /// When set, a file matching the patterns is followed only if this accepts it: a reader that
+  /// recognises its files by content (the NCCL Inspector's) looks at their first bytes,
+  /// opened beneath `volume`. Called on the tailer's thread during the walk.
+  std::function<bool(const std::filesystem::path& volume, const std::filesystem::path& file)>
+      accept;
 };
 
 /// What one walk of the pod volumes found.

@@ -301,7 +301,7 @@ void Tailer::Scan() {
   // <root>/<ns>_<pod>_<uid>/<container>/<N>.log
   std::error_code ec;
   for (auto pod = fs::directory_iterator(options_.pod_log_root, ec);
-       !ec && pod != fs::directory_iterator(); pod.increment(ec)) {
+       options_.container_logs && !ec && pod != fs::directory_iterator(); pod.increment(ec)) {
     std::error_code ec2;
     if (!pod->is_directory(ec2) || pod->is_symlink(ec2)) continue;
     WatchDir(pod->path());

@@ -49,7 +49,10 @@ class LineSink {
 
 struct TailerOptions {
   std::filesystem::path pod_log_root;  // Kubernetes CRI logs
-  std::filesystem::path state_file;    // checkpoint; empty: none
+  /// Follow the container logs under pod_log_root (off for a tailer of other files, which
+  /// still names pods from its directories).
+  bool container_logs = true;
+  std::filesystem::path state_file;  // checkpoint; empty: none
   /// Further files by glob(3) pattern: NCCL_DEBUG_FILE outputs on a hostPath (nccl.%h.%p) are
   /// plain; docker json-file logs (<id>-json.log) are recognised by name. Symlinks are refused.
   std::vector<std::string> globs;

@@ -44,6 +44,29 @@ unsigned ExpectedEfaDevices(const std::string& instance_type) {
   return it == kExpected.end() ? 0 : it->second;
 }
 
+double ExpectedNetworkBytesPerSecond(const std::string& instance_type) {
+  // Gbit/s per EFA interface (written as doubles: tests/deploy/checks/efa_types.mjs reads the
+  // integer table above as the EFA counts): the type's "Network bandwidth (Gbps)" in the EC2 User
+  // Guide (Accelerated computing instance specifications, Network specifications) divided by its
+  // EFA count above: p4d/p4de 400 Gbps over 4, p5/p5e 3200 over 32, p5en 3200 over 16 (EFAv3),
+  // p6-b200 3200 over 8 (EFAv4), trn1 800 over 8, trn1n 1600 over 16, trn2/trn2u 3200 over 16;
+  // single-EFA G types carry the whole instance bandwidth (g6.12xlarge 40 Gbps, g6.48xlarge 100).
+  static const std::map<std::string, double> kGbpsPerDevice = {
+      {"p4d.24xlarge", 100.0},   {"p4de.24xlarge", 100.0}, {"p5.48xlarge", 100.0},
+      {"p5e.48xlarge", 100.0},   {"p5en.48xlarge", 200.0}, {"p6-b200.48xlarge", 400.0},
+      {"g6.12xlarge", 40.0},     {"g6.48xlarge", 100.0},   {"g6e.12xlarge", 100.0},
+      {"g6e.24xlarge", 100.0},   {"g6e.48xlarge", 100.0},  {"trn1.32xlarge", 100.0},
+      {"trn1n.32xlarge", 100.0}, {"g5.8xlarge", 25.0},     {"g5.12xlarge", 40.0},
+      {"g5.16xlarge", 25.0},     {"g5.24xlarge", 50.0},    {"g5.48xlarge", 100.0},
+      {"g6.8xlarge", 25.0},      {"g6.16xlarge", 25.0},    {"g6.24xlarge", 50.0},
+      {"g6e.8xlarge", 25.0},     {"g6e.16xlarge", 35.0},   {"trn2.48xlarge", 200.0},
+      {"trn2u.48xlarge", 200.0},
+  };
+  const auto it = kGbpsPerDevice.find(instance_type);
+  if (it == kGbpsPerDevice.end()) return 0;
+  return ExpectedEfaDevices(instance_type) * it->second * 1e9 / 8;
+}
+
 std::string InstanceTypeFromDmi(const std::filesystem::path& sysfs) {
   std::ifstream in(sysfs / "devices/virtual/dmi/id/product_name");
   std::string line;

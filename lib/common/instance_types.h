@@ -11,6 +11,12 @@ namespace efawatch::common {
 /// instance type data for g6.12xlarge (1); see efa-and-libfabric.md §2.
 unsigned ExpectedEfaDevices(const std::string& instance_type);
 
+/// The network bandwidth the instance type's EFA devices give together, in bytes a second: the
+/// EFA count above times each device's rate (EC2's network bandwidth for the type divided among
+/// its EFA interfaces), or 0 when the type is not known. What a healthy cross-node collective
+/// of large messages reaches as nccl-tests' bus bandwidth, give or take (docs/inspector.md).
+double ExpectedNetworkBytesPerSecond(const std::string& instance_type);
+
 /// The instance type EC2 puts in the DMI product name (`<sysfs>/devices/virtual/dmi/id/
 /// product_name`, e.g. "p5.48xlarge"), "" when the file is absent or empty.
 std::string InstanceTypeFromDmi(const std::filesystem::path& sysfs);

@@ -224,6 +224,40 @@ std::vector<MetricDef> BuildTable() {
        "proves; else unknown); transport: the net between nodes (NET/Socket, NET/IB, NET/OFI); "
        "provider: the OFI provider, none or unknown. At most --max-communicators-per-pod per pod.",
        {"namespace", "pod", "container", "comm_id", "nranks", "nnodes", "transport", "provider"}},
+      // NCCL Inspector (daemon/inspector): the job's own collectives. Bounded: per pod at most
+      // --max-communicators-per-pod communicators, 32 (collective, size_bucket) pairs each; a
+      // communicator silent for 15 minutes, or whose pod is gone, loses its series.
+      {M::kNcclBusbwBytesPerSecond.name(),
+       T::kHistogram,
+       "Bus bandwidth of the NCCL operations the NCCL Inspector recorded for the pod (nccl-tests' "
+       "busbw, in bytes a second), per communicator (comm_id: the Inspector's id, the same "
+       "0x-hex form as efawatch_nccl_communicator_info's), collective (AllReduce, ..., Send, "
+       "Recv) and message size bucket (<64KiB, then powers of 4 from 64KiB to 1GiB and more: "
+       "the lower bound). _count: operations.",
+       {"namespace", "pod", "comm_id", "collective", "size_bucket"}},
+      {M::kNcclExecSecondsTotal.name(),
+       T::kCounter,
+       "Time the NCCL operations of efawatch_nccl_busbw_bytes_per_second took, as the Inspector "
+       "timed them.",
+       {"namespace", "pod", "comm_id", "collective", "size_bucket"}},
+      {M::kNcclInspectorRecordsTotal.name(),
+       T::kCounter,
+       "NCCL Inspector records read, by result: op (counted), other_version (a format other "
+       "than v4.0: the known fields counted), malformed (skipped), dropped (over a cap: "
+       "--max-communicators-per-pod communicators per pod, 32 (collective, size bucket) pairs "
+       "per communicator), "
+       "prom_op (from a Prometheus-mode file), prom_malformed.",
+       {"result"}},
+      {M::kNcclInspectorFiles.name(),
+       T::kGauge,
+       "NCCL Inspector files followed: JSON Lines (jsonl) and Prometheus-mode (prom) files.",
+       {"format"}},
+      {M::kFabricExpectedBandwidthBytesPerSecond.name(),
+       T::kGauge,
+       "The network bandwidth this node's instance type should give (its EFA devices times each "
+       "one's rate, from EC2's instance type specifications), in bytes a second: what a healthy "
+       "cross-node collective's busbw approaches. Only for known instance types.",
+       {"instance_type"}},
       {M::kNcclCommunicatorsDroppedTotal.name(),
        T::kCounter,
        "NCCL communicators seen in pods' logs but not exported as efawatch_nccl_communicator_info "

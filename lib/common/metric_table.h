@@ -117,6 +117,12 @@ struct M {
   static constexpr Metric kRpcRefusedTotal{"efawatch_rpc_refused_total"};
   static constexpr Metric kCollectiveInProgress{"efawatch_collective_in_progress"};
   static constexpr Metric kCollectiveRunning{"efawatch_collective_running"};
+  static constexpr Metric kNcclBusbwBytesPerSecond{"efawatch_nccl_busbw_bytes_per_second"};
+  static constexpr Metric kNcclExecSecondsTotal{"efawatch_nccl_exec_seconds_total"};
+  static constexpr Metric kNcclInspectorRecordsTotal{"efawatch_nccl_inspector_records_total"};
+  static constexpr Metric kNcclInspectorFiles{"efawatch_nccl_inspector_files"};
+  static constexpr Metric kFabricExpectedBandwidthBytesPerSecond{
+      "efawatch_fabric_expected_bandwidth_bytes_per_second"};
 
   /// efawatch_efa_<counter>_total for a hw_counters name the EFA counter table knows
   /// (efa_counters.h), nullopt for any other name (exported generically as efawatch_rdma_hw_stat).

@@ -505,6 +505,69 @@ Check Overrides(const Target& t) {
               "remove the override unless a measurement asked for it");
 }
 
+// The NCCL Inspector (docs/inspector.md): loaded (mapped, or named by NCCL_PROFILER_PLUGIN),
+// switched on, dumping live, and where: a relative NCCL_INSPECTOR_DUMP_DIR (or none: the
+// plugin's nccl-inspector-<job id>) is below the process's working directory, inside the
+// container's own filesystem, which the agent cannot see unless it is a volume.
+Check Inspector(const Target& t) {
+  std::string mapped;
+  for (const std::string& m : t.mapped) {
+    if (m.find("libnccl-profiler-inspector") != std::string::npos) mapped = m;
+  }
+  const std::string plugin = Env(t, "NCCL_PROFILER_PLUGIN");
+  const bool named = plugin.find("inspector") != std::string::npos;
+  const bool enabled = Env(t, "NCCL_INSPECTOR_ENABLE") == "1";
+  if (mapped.empty() && !named && !enabled) {
+    return Make("nccl.inspector", Status::kSkip,
+                "NCCL Inspector not loaded: the job's bus bandwidth is not measured", "",
+                "load it to have the agent judge the job's busbw (docs/inspector.md)");
+  }
+  std::string dir = Env(t, "NCCL_INSPECTOR_DUMP_DIR");
+  if (dir.empty()) dir = "nccl-inspector-unknown-jobid";
+  if (!dir.starts_with("/") && !t.proc_dir.empty()) {
+    std::error_code ec;
+    const fs::path cwd = fs::read_symlink(t.proc_dir / "cwd", ec);
+    if (!ec) dir = (cwd / dir).string();
+  }
+  const bool prom = Env(t, "NCCL_INSPECTOR_PROM_DUMP") == "1";
+  const std::string interval = Env(t, "NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS");
+  long long us = -1;
+  if (!interval.empty()) {
+    char* end = nullptr;
+    us = std::strtoll(interval.c_str(), &end, 10);
+    if (end == nullptr || *end != '\0') us = -1;
+  }
+  const std::string evidence =
+      (mapped.empty() ? "NCCL_PROFILER_PLUGIN=" + plugin : mapped) +
+      (enabled ? ", NCCL_INSPECTOR_ENABLE=1" : ", NCCL_INSPECTOR_ENABLE unset") +
+      ", NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS=" + (interval.empty() ? "-1" : interval);
+  const std::string where =
+      std::string(prom ? "Prometheus textfiles" : "JSON Lines") + " to " + dir;
+  if (!enabled) {
+    return Make("nccl.inspector", Status::kWarn, "NCCL Inspector loaded but not enabled", evidence,
+                "set NCCL_INSPECTOR_ENABLE=1");
+  }
+  if (us <= 0) {
+    return Make("nccl.inspector", Status::kWarn,
+                "NCCL Inspector enabled without a dump interval: it writes nothing while the job "
+                "runs (" +
+                    where + ")",
+                evidence, "set NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS=1000000");
+  }
+  if (Env(t, "NCCL_INSPECTOR_DUMP_DIR").empty() ||
+      !Env(t, "NCCL_INSPECTOR_DUMP_DIR").starts_with("/")) {
+    return Make("nccl.inspector", Status::kWarn,
+                "NCCL Inspector writes " + where + ", relative to the working directory", evidence,
+                "set NCCL_INSPECTOR_DUMP_DIR to a directory in a volume (/tmp/ray/...)");
+  }
+  return Make("nccl.inspector",
+              mapped.empty() && t.live && !t.proc_dir.empty() ? Status::kWarn : Status::kPass,
+              (mapped.empty() && !t.proc_dir.empty() ? "NCCL Inspector set but not mapped yet, "
+                                                     : "NCCL Inspector loaded, ") +
+                  std::string("writes ") + where + " every " + std::to_string(us / 1000) + " ms",
+              evidence, "check NCCL_PROFILER_PLUGIN's path (NCCL_DEBUG_SUBSYS=INIT,PROFILE)");
+}
+
 void KnownBadChecks(const Target& t, const Facts& f, std::vector<Check>* out) {
   const Versions v{.nccl = f.nccl_version,
                    .plugin = f.plugin_versions,
@@ -534,7 +597,7 @@ std::vector<Check> RunChecks(const Target& t) {
       GpuDriver(t),    CudaRuntime(t),    GpuPeermem(t, f), NcclLibraries(t, f), NetPlugin(t, f),
       Libfabric(t, f), EfaProvider(t, f), EfaDevices(t, f), Uverbs(t, f),        Memlock(t, f),
       ShmSize(t),      SocketIfname(t),   ForcedTcp(t, f),  FiProvider(t, f),    DeviceRdma(t, f),
-      NcclDebug(t),    Overrides(t)};
+      NcclDebug(t),    Overrides(t),      Inspector(t)};
   KnownBadChecks(t, f, &out);
   return out;
 }

@@ -12,7 +12,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DEFAWATCH_SANITIZE=address,undefined -DEFAWATCH_CUDA=OFF > /dev/null
 fi
 cmake --build "$build" --target fuzz_nccl_analyzer fuzz_block_scanner fuzz_comm_line \
-  fuzz_pod_logs fuzz_checkpoint -j "${EFAWATCH_JOBS:-2}"
+  fuzz_pod_logs fuzz_checkpoint fuzz_inspector -j "${EFAWATCH_JOBS:-2}"
 # The pod log targets write a small log tree per input: on tmpfs they run about 3x faster.
 if [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 work=$(mktemp -d)
@@ -30,3 +30,4 @@ run fuzz_block_scanner "$root/tests/fixtures/nccl" 16384
 run fuzz_comm_line "$root/tests/fuzz/nccl/comm_line_seeds" 4096
 run fuzz_pod_logs "$root/tests/fixtures/nccl" 16384
 run fuzz_checkpoint "$root/tests/fuzz/logs/checkpoint_seeds" 8192
+run fuzz_inspector "$root/tests/fixtures/inspector" 16384

@@ -132,6 +132,18 @@ function promiseErrors(rc, agentTypes = efaDeviceTypes()) {
       if (!ifname.startsWith("^") || !ifname.slice(1).split(",").includes("lo")) {
         errs.push(`${where}: ${c.name} does not exclude lo from NCCL_SOCKET_IFNAME`);
       }
+      // The NCCL Inspector: loaded, dumping live (a positive interval: -1 writes nothing until
+      // teardown in some versions), into the /tmp/ray volume the agent reads (docs/inspector.md).
+      if (!(env("NCCL_PROFILER_PLUGIN") ?? "").includes("inspector") ||
+          env("NCCL_INSPECTOR_ENABLE") !== "1") {
+        errs.push(`${where}: ${c.name} does not load the NCCL Inspector`);
+      }
+      if (!(Number(env("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS")) > 0)) {
+        errs.push(`${where}: ${c.name} without a positive Inspector dump interval`);
+      }
+      if (!(env("NCCL_INSPECTOR_DUMP_DIR") ?? "").startsWith("/tmp/ray/")) {
+        errs.push(`${where}: ${c.name} writes Inspector files outside the /tmp/ray volume`);
+      }
       if (String(c.resources?.limits?.["vpc.amazonaws.com/efa"]) !== "1") {
         errs.push(`${where}: ${c.name} without one EFA device`);
       }

@@ -41,6 +41,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -120,6 +121,33 @@ def write_pod_logs(root):
     chatter.mkdir(parents=True)
     (chatter / "0.log").write_text(cri([f"step {i} loss 0.1" for i in range(20)]))
     return chatter / "0.log"
+
+
+def start_inspector_writer(pods_root, kubelet):
+    """efa-0's NCCL Inspector, as the job writes it into an emptyDir: four 256 MiB AllReduce
+    records a second at ~300 GB/s (of the p5.48xlarge's 400 expected: no slow-collectives alert),
+    so the job dashboard's busbw panels have data. Returns the event that stops the writer."""
+    uid = next(d.name.split("_")[2] for d in pods_root.iterdir() if d.name.startswith("train_efa-0_"))
+    path = kubelet / uid / "volumes/kubernetes.io~empty-dir/ray/nccl-inspector/efa-0-pid7.log"
+    path.parent.mkdir(parents=True)
+    stop = threading.Event()
+
+    def write():
+        sn = 0
+        while not stop.is_set():
+            sn += 1
+            rec = {"header": {"id": "0x5eed5eed5eed5eed", "rank": 0, "n_ranks": 16, "nnodes": 2},
+                   "metadata": {"inspector_output_format_version": "v4.0", "hostname": "efa-0",
+                                "pid": 7, "dump_timestamp_us": int(time.time() * 1e6)},
+                   "coll_perf": {"coll": "AllReduce", "coll_sn": sn, "coll_msg_size_bytes": 256 << 20,
+                                 "coll_exec_time_us": 1670.0, "coll_timing_source": "kernel_gpu",
+                                 "coll_algobw_gbs": 160.7, "coll_busbw_gbs": 301.3}}
+            with open(path, "a") as f:
+                f.write(json.dumps(rec) + "\n")
+            stop.wait(0.25)
+
+    threading.Thread(target=write, daemon=True).start()
+    return stop
 
 
 def write_rules(path):
@@ -467,6 +495,7 @@ def main():
     procs = []
     ok = False
     started_ms = time.time() * 1000
+    inspector_stop = threading.Event()
     try:
         api, workload_flags = start_apiserver(tmp, api_pods(NODE))
         procs.append(api)
@@ -476,6 +505,7 @@ def main():
         shutil.rmtree(host / "sys/class/infiniband/rdmap201s0")
         pods = tmp / "pods"
         chatter = write_pod_logs(pods)
+        inspector_stop = start_inspector_writer(pods, tmp / "kubelet")
 
         # Node b: a healthy g6.12xlarge (read in place: the agent only reads), no pods.
         g6 = SOURCE / "tests/fixtures/sysfs/g6.12xlarge"
@@ -491,6 +521,7 @@ def main():
                 f"--sysfs-root={host / 'sys'}",
                 f"--procfs-root={host / 'proc'}",
                 f"--pod-log-root={pods}",
+                f"--pod-volume-root={tmp / 'kubelet'}",
                 "--instance-type=p5.48xlarge",
                 "--efa-evaluate-interval-seconds=1",
                 "--efa-min-read-interval-ms=200",
@@ -571,6 +602,7 @@ def main():
         log(f"not firing as expected: {sorted(rule_names - names)}")
         ok = True
     finally:
+        inspector_stop.set()
         finish(procs, tmp, ok)
     print("1 passed, 0 failed")
 

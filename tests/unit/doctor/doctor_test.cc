@@ -249,6 +249,33 @@ TEST_F(DoctorTest, SettingsEachWay) {
   EXPECT_EQ(Run("settings.nccl_overrides").status, Status::kPass);
 }
 
+TEST_F(DoctorTest, InspectorSaysWhetherItIsLoadedAndWhereItWrites) {
+  EXPECT_EQ(Run("nccl.inspector").status, Status::kSkip);
+  const std::map<std::string, std::string> loaded = {
+      {"NCCL_PROFILER_PLUGIN", "/opt/nccl-inspector/libnccl-profiler-inspector.so"},
+      {"NCCL_INSPECTOR_ENABLE", "1"},
+      {"NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", "1000000"},
+      {"NCCL_INSPECTOR_DUMP_DIR", "/tmp/ray/nccl-inspector"}};
+  const Check ok = Run("nccl.inspector", loaded);
+  EXPECT_EQ(ok.status, Status::kPass) << ok.summary;
+  EXPECT_NE(ok.summary.find("JSON Lines to /tmp/ray/nccl-inspector every 1000 ms"),
+            std::string::npos)
+      << ok.summary;
+  auto with = [&](const std::string& k, const std::string& v) {
+    auto env = loaded;
+    env[k] = v;
+    return Run("nccl.inspector", env);
+  };
+  EXPECT_EQ(with("NCCL_INSPECTOR_ENABLE", "0").status, Status::kWarn);
+  EXPECT_EQ(with("NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS", "-1").status, Status::kWarn)
+      << "the default writes nothing while the job runs";
+  const Check relative = with("NCCL_INSPECTOR_DUMP_DIR", "inspector");
+  EXPECT_EQ(relative.status, Status::kWarn);
+  EXPECT_NE(relative.summary.find("relative"), std::string::npos) << relative.summary;
+  EXPECT_NE(with("NCCL_INSPECTOR_PROM_DUMP", "1").summary.find("Prometheus textfiles"),
+            std::string::npos);
+}
+
 TEST_F(DoctorTest, SettingsThatForceTcpOnlyWarnWithoutEfa) {
   EXPECT_EQ(Run("settings.fi_provider", {{"FI_PROVIDER", "tcp"}}).status, Status::kWarn);
   EXPECT_EQ(Run("settings.nccl_net", {{"NCCL_IB_DISABLE", "1"}}).status, Status::kWarn);

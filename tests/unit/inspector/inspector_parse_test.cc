@@ -1,0 +1,216 @@
+// The NCCL Inspector's two formats as this reader takes them: JSON Lines records of format v4.0
+// (and the fields it knows of other versions), Prometheus-mode textfiles, the message-size
+// buckets, the bounded communicator table, and the bandwidth each instance type should give.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "lib/common/instance_types.h"
+#include "lib/inspector/record.h"
+#include "lib/inspector/stats.h"
+#include "tests/support/subprocess.h"
+
+namespace efawatch::inspector {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  std::ifstream in(testing::SourceDir() + "/tests/fixtures/inspector/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+constexpr char kRecord[] =
+    R"({"header":{"id":"0x7F8C496AE9F661","rank":2,"n_ranks":8,"nnodes":1},)"
+    R"("metadata":{"inspector_output_format_version":"v4.0","git_rev":"","rec_mechanism":)"
+    R"("profiler_plugin","dump_timestamp_us":1748030377748202,"hostname":"w-0","pid":1639},)"
+    R"("coll_perf":{"coll":"AllReduce","coll_sn":1407,"coll_msg_size_bytes":17179869184,)"
+    R"("coll_exec_time_us":61974,"coll_algobw_gbs":277.210914,"coll_busbw_gbs":485.119099}})";
+
+TEST(InspectorParseTest, ReadsAV4CollectiveRecord) {
+  InspectorOp op;
+  ASSERT_EQ(ParseJsonLine(kRecord, &op), LineKind::kOp);
+  EXPECT_EQ(op.comm_id, "0x7f8c496ae9f661") << "lower case, as NCCL prints its commId";
+  EXPECT_EQ(op.rank, 2);
+  EXPECT_EQ(op.n_ranks, 8);
+  EXPECT_EQ(op.nnodes, 1);
+  EXPECT_EQ(op.kind, OpKind::kCollective);
+  EXPECT_EQ(op.op, "AllReduce");
+  EXPECT_EQ(op.msg_size_bytes, 17179869184u);
+  EXPECT_DOUBLE_EQ(op.exec_time_us, 61974);
+  EXPECT_DOUBLE_EQ(op.busbw_gbs, 485.119099);
+  EXPECT_EQ(op.sn, 1407);
+  EXPECT_EQ(op.hostname, "w-0");
+  EXPECT_EQ(op.pid, 1639);
+  EXPECT_TRUE(LooksLikeInspectorJson(kRecord));
+}
+
+TEST(InspectorParseTest, EveryLineOfTheFixtureIsCountedOnce) {
+  const std::string text = Fixture("job-a-0-pid4242.log");
+  ASSERT_FALSE(text.empty());
+  int ops = 0, other = 0, malformed = 0, blank = 0, p2p = 0;
+  std::istringstream in(text);
+  std::string line;
+  double allreduce_256m_sum = 0;
+  int allreduce_256m = 0;
+  while (std::getline(in, line)) {
+    InspectorOp op;
+    switch (ParseJsonLine(line, &op)) {
+      case LineKind::kOp:
+        ++ops;
+        break;
+      case LineKind::kOpOtherVersion:
+        ++other;
+        break;
+      case LineKind::kMalformed:
+        ++malformed;
+        continue;
+      case LineKind::kBlank:
+        ++blank;
+        continue;
+    }
+    p2p += op.kind == OpKind::kP2p ? 1 : 0;
+    if (op.op == "AllReduce" && SizeBucket(op.msg_size_bytes) == 7) {
+      allreduce_256m_sum += op.busbw_gbs;
+      ++allreduce_256m;
+    }
+    if (op.op == "Broadcast") {
+      EXPECT_DOUBLE_EQ(op.busbw_gbs, 2.0) << "busbw from algbw, Broadcast's factor is 1";
+    }
+  }
+  EXPECT_EQ(ops, 8);  // 3 + AllGather + small AllReduce + Send + verbose + Broadcast
+  EXPECT_EQ(other, 1);
+  EXPECT_EQ(malformed, 3) << "a cut record, a line of text, the partial last line";
+  EXPECT_EQ(blank, 1);
+  EXPECT_EQ(p2p, 1);
+  EXPECT_EQ(allreduce_256m, 3);
+  EXPECT_NEAR(allreduce_256m_sum / allreduce_256m, 3.2, 1e-9);
+}
+
+TEST(InspectorParseTest, MalformedRecordsAreRefusedWithoutThrowing) {
+  for (
+      const std::string bad : {
+          "[1,2]",
+          "{",
+          "{}",
+          R"({"header":1,"metadata":{}})",
+          R"({"header":{"id":"zz"},"metadata":{},"coll_perf":{"coll":"AllReduce"}})",
+          R"({"header":{"id":"0x1"},"metadata":{},"coll_perf":{"coll":"AllReduce"}})",
+          R"({"header":{"id":"0x1"},"metadata":{},"coll_perf":{"coll":"AllReduce",)"
+          R"("coll_msg_size_bytes":-5,"coll_busbw_gbs":1}})",
+          R"({"header":{"id":"0x1"},"metadata":{},"coll_perf":{"coll":7,"coll_msg_size_bytes":1}})",
+          R"({"header":{"id":"0x1"},"metadata":{},"coll_perf":{"coll":"AllReduce",)"
+          R"("coll_msg_size_bytes":1e300,"coll_busbw_gbs":1}})",
+          R"({"header":{"id":"0x123456789012345678901"},"metadata":{},"coll_perf":{"coll":"X",)"
+          R"("coll_msg_size_bytes":1,"coll_busbw_gbs":1}})",
+          "NCCL INFO comm 0x55ee rank 1 nranks 16 commId 0x7a - Init START",
+      }) {
+    SCOPED_TRACE(bad);
+    InspectorOp op;
+    EXPECT_EQ(ParseJsonLine(bad, &op), LineKind::kMalformed);
+    EXPECT_FALSE(LooksLikeInspectorJson(bad));
+  }
+  InspectorOp op;
+  EXPECT_EQ(ParseJsonLine("   ", &op), LineKind::kBlank);
+}
+
+TEST(InspectorParseTest, BusBwFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(BusBwFactor("AllReduce", 16), 30.0 / 16);
+  EXPECT_DOUBLE_EQ(BusBwFactor("AllGather", 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(BusBwFactor("ReduceScatter", 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(BusBwFactor("Broadcast", 8), 1);
+  EXPECT_DOUBLE_EQ(BusBwFactor("Send", 2), 1);
+  EXPECT_DOUBLE_EQ(BusBwFactor("AllReduce", -1), 1) << "unknown rank count: algbw as is";
+}
+
+TEST(InspectorParseTest, SizeBucketsArePowersOfFourFrom64KiB) {
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(0)), "<64KiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket((64 << 10) - 1)), "<64KiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(64 << 10)), "64KiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket((256 << 10) - 1)), "64KiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(1 << 20)), "1MiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(64ull << 20)), "64MiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(256ull << 20)), "256MiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(1ull << 30)), "1GiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(1ull << 40)), "1GiB") << "capped";
+  EXPECT_EQ(SizeBucket(64ull << 20), kFirstLargeBucket);
+}
+
+TEST(InspectorParseTest, CommTableIsBoundedAndForgetsSilentCommunicators) {
+  CommTable t(CommTable::Limits{.max_comms = 2, .max_keys_per_comm = 2});
+  InspectorOp op;
+  op.op = "AllReduce";
+  op.msg_size_bytes = 256 << 20;
+  op.busbw_gbs = 3.2;
+  op.exec_time_us = 1000;
+  for (const char* id : {"0x1", "0x2", "0x3"}) {
+    op.comm_id = id;
+    EXPECT_EQ(t.Add(op, 10), std::string(id) != "0x3");
+  }
+  op.comm_id = "0x1";
+  op.msg_size_bytes = 1 << 20;
+  EXPECT_TRUE(t.Add(op, 20));
+  op.msg_size_bytes = 4 << 20;
+  EXPECT_FALSE(t.Add(op, 20)) << "a third (collective, size) of one communicator";
+  EXPECT_EQ(t.dropped(), 2u);
+  const OpStats& s = t.comms().at("0x2").ops.at(OpKey{"AllReduce", 7});
+  EXPECT_EQ(s.count, 1u);
+  EXPECT_DOUBLE_EQ(s.busbw_sum_bytes_per_second, 3.2e9);
+  EXPECT_DOUBLE_EQ(s.exec_seconds_sum, 1e-3);
+  EXPECT_EQ(s.buckets[3], 1u) << "3.2 GB/s is in the (2, 4] GB/s bucket";
+  t.DropSeenBefore(15);
+  EXPECT_EQ(t.comms().size(), 1u);
+  EXPECT_TRUE(t.comms().contains("0x1"));
+}
+
+TEST(InspectorParseTest, PromModeFileGivesOneOpPerBandwidthSample) {
+  const PromFile f = ParsePromText(
+      Fixture("nccl_inspector_metrics_GPU-0a1b2c3d-0000-1111-2222-333344445555.prom"));
+  ASSERT_EQ(f.ops.size(), 2u);
+  EXPECT_EQ(f.malformed, 1u);
+  const InspectorOp& ar = f.ops[0];
+  EXPECT_EQ(ar.comm_id, "0xabcdef0123456789");
+  EXPECT_EQ(ar.op, "AllReduce");
+  EXPECT_EQ(ar.msg_size_bytes, 256ull << 20);
+  EXPECT_DOUBLE_EQ(ar.busbw_gbs, 45.5);
+  EXPECT_DOUBLE_EQ(ar.exec_time_us, 11062);
+  EXPECT_EQ(ar.sn, 100);
+  EXPECT_EQ(ar.n_ranks, 16);
+  EXPECT_EQ(ar.hostname, "job-c-0");
+  EXPECT_EQ(f.ops[1].op, "AllGather");
+  EXPECT_DOUBLE_EQ(f.ops[1].exec_time_us, 0) << "no exec time sample for it";
+  EXPECT_TRUE(ParsePromText("").ops.empty());
+  EXPECT_EQ(ParsePromText("nccl_bus_bandwidth_gbs{comm_id=\"0x1\"} nan\n").malformed, 1u);
+}
+
+TEST(InspectorParseTest, MessageSizesInBinaryUnits) {
+  EXPECT_EQ(ParseMessageSize("2.00GB"), 2ull << 30);
+  EXPECT_EQ(ParseMessageSize("512.00KB"), 512u << 10);
+  EXPECT_EQ(ParseMessageSize("1.5 MB"), 3u << 19);
+  EXPECT_EQ(ParseMessageSize("8192"), 8192u);
+  EXPECT_EQ(ParseMessageSize("lots"), 0u);
+  EXPECT_EQ(ParseMessageSize("3 parsecs"), 0u);
+}
+
+TEST(InspectorParseTest, ExpectedBandwidthIsEfaCountTimesDeviceRate) {
+  EXPECT_DOUBLE_EQ(common::ExpectedNetworkBytesPerSecond("p4d.24xlarge"), 50e9);    // 4 x 100 Gb/s
+  EXPECT_DOUBLE_EQ(common::ExpectedNetworkBytesPerSecond("p5.48xlarge"), 400e9);    // 32 x 100
+  EXPECT_DOUBLE_EQ(common::ExpectedNetworkBytesPerSecond("p5en.48xlarge"), 400e9);  // 16 x 200
+  EXPECT_DOUBLE_EQ(common::ExpectedNetworkBytesPerSecond("g6.12xlarge"), 5e9);      // 1 x 40
+  EXPECT_DOUBLE_EQ(common::ExpectedNetworkBytesPerSecond("m5.large"), 0);
+  // Every type with an EFA count has a rate, and none without.
+  for (const char* type :
+       {"p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
+        "p6-b200.48xlarge", "g6.12xlarge", "g6.48xlarge", "g6e.12xlarge", "g6e.24xlarge",
+        "g6e.48xlarge", "trn1.32xlarge", "trn1n.32xlarge", "g5.8xlarge", "g5.48xlarge",
+        "g6e.16xlarge", "trn2.48xlarge", "trn2u.48xlarge"}) {
+    SCOPED_TRACE(type);
+    EXPECT_GT(common::ExpectedEfaDevices(type), 0u);
+    EXPECT_GT(common::ExpectedNetworkBytesPerSecond(type), 0);
+  }
+}
+
+}  // namespace
+}  // namespace efawatch::inspector
