@@ -17,7 +17,9 @@
 
 namespace efawatch::nccl {
 
+using internal::After;
 using internal::CommState;
+using internal::Consume;
 using internal::Contains;
 using internal::Ev;
 using internal::FindIn;
@@ -25,6 +27,7 @@ using internal::IsDigitChar;
 using internal::ParseInt;
 using internal::ProcState;
 using internal::SourceState;
+using internal::Split;
 using internal::StartsWith;
 using internal::State;
 using internal::Tally;
@@ -129,12 +132,10 @@ void AddOwnAddr(ProcState* p, std::string_view iface, std::string_view addr) {
 // "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM", "Ring 00 : 1 -> 0 via P2P/IPC": counts the edge by
 // its channel and sending rank (both below 64) as a ring edge that stays on the node.
 void AddLocalEdge(CommState* comm, std::string_view m) {
-  size_t sp = m.find(' ');
-  if (sp == std::string_view::npos) return;
-  int channel = ParseInt(m.substr(sp + 1));
-  size_t colon = FindIn(m, " : ");
-  if (colon == std::string_view::npos) return;
-  int sender = ParseInt(m.substr(colon + 3));
+  std::string_view after_word, after_colon;
+  if (!After(m, " ", &after_word) || !After(m, " : ", &after_colon)) return;
+  int channel = ParseInt(after_word);
+  int sender = ParseInt(after_colon);
   if (channel < 0 || channel >= 64 || sender < 0 || sender >= 64) return;
   const uint32_t key = static_cast<uint32_t>(channel) << 6 | static_cast<uint32_t>(sender);
   internal::AddRingEdge(&comm->ring_local, key, 1);
@@ -142,9 +143,8 @@ void AddLocalEdge(CommState* comm, std::string_view m) {
 
 // "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IBext_v8/0/GDRDMA", "Ring 00 : 1 -> 0 via P2P/IPC".
 void HandleChannel(ProcState* p, std::string_view m, const Ctx& c) {
-  size_t via = FindIn(m, " via ");
-  if (via == std::string_view::npos) return;
-  std::string_view t = m.substr(via + 5);
+  std::string_view t;
+  if (!After(m, " via ", &t)) return;
   CommState* comm = CurrentComm(p);
   if (StartsWith(t, "NET/")) {
     // The net name may hold spaces ("AWS Libfabric"): it ends at "/<digit>".
@@ -278,8 +278,7 @@ void HandleComm(State* st, ProcState* p, std::string_view m, const Ctx& c) {
 }
 
 void HandlePlugin(ProcState* p, std::string_view m, const Ctx& c) {
-  if (size_t at = FindIn(m, "Loaded net plugin "); at != std::string_view::npos) {
-    std::string_view name = m.substr(at + 18);
+  if (std::string_view name; After(m, "Loaded net plugin ", &name)) {
     size_t v = name.rfind(" (v");
     if (v != std::string_view::npos) name = name.substr(0, v);
     p->plugin_loaded = true;
@@ -296,15 +295,15 @@ void HandlePlugin(ProcState* p, std::string_view m, const Ctx& c) {
              Contains(m, "Using internal network plugin")) {
     p->plugin_not_found = true;
     SetEv(&p->ev_plugin, c);
-  } else if (size_t s = FindIn(m, "Plugin name set by env to "); s != std::string_view::npos) {
-    AddSetting(&p->settings, c.st->options.max_settings_per_process, "NCCL_NET_PLUGIN",
-               m.substr(s + 26));
+  } else if (std::string_view name_set; After(m, "Plugin name set by env to ", &name_set)) {
+    AddSetting(&p->settings, c.st->options.max_settings_per_process, "NCCL_NET_PLUGIN", name_set);
   }
 }
 
 void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
   p->ofi_seen = true;
-  std::string_view rest = m.substr(8);  // after "NET/OFI "
+  std::string_view rest = m;
+  Consume(&rest, "NET/OFI ");
   if (warn) {
     if (Contains(rest, "initialization failed") || Contains(rest, "Initializing plugin failed") ||
         Contains(rest, "optimal provider") || Contains(rest, "fi_getinfo() call failed") ||
@@ -312,45 +311,41 @@ void HandleOfi(ProcState* p, std::string_view m, const Ctx& c, bool warn) {
       p->plugin_init_failed = true;
       Count(&p->plugin_failures, c);
     }
-    if (size_t at = FindIn(rest, "GDR disabled on GDR-supported instance type ");
-        at != std::string_view::npos) {
-      Set(&p->instance_type, Trim(rest.substr(at + 44)).substr(0, 32));
+    if (std::string_view type; After(rest, "GDR disabled on GDR-supported instance type ", &type)) {
+      Set(&p->instance_type, Trim(type).substr(0, 32));
       Count(&p->gdr_off, c);
     }
     return;
   }
   if (StartsWith(rest, "Using aws-ofi-nccl ") || StartsWith(rest, "Initializing aws-ofi-nccl ")) {
-    std::string_view v = rest.substr(rest.find("aws-ofi-nccl ") + 13);
+    std::string_view v = After(rest, "aws-ofi-nccl ");
     p->plugin_loaded = true;
     if (p->ofi_plugin_name.empty())
       p->ofi_plugin_name = "aws-ofi-nccl " + std::string(Trim(v).substr(0, 32));
     SetEv(&p->ev_plugin, c);
-  } else if (StartsWith(rest, "Selected Provider is ") ||
-             StartsWith(rest, "Selected provider is ")) {
-    std::string_view v = rest.substr(21);
+  } else if (std::string_view selected = rest; Consume(&selected, "Selected Provider is ") ||
+                                               Consume(&selected, "Selected provider is ")) {
     // The provider name ends at a blank or a comma, within 32 bytes (a loop: find_first_of
     // calls memchr on its set once per byte).
     size_t end = 0;
-    while (end < v.size() && end < 32 && v[end] != ' ' && v[end] != ',') ++end;
-    Set(&p->provider, v.substr(0, end));
-    if (size_t f = FindIn(v, "fabric is "); f != std::string_view::npos) {
-      std::string_view fab = v.substr(f + 10);
+    while (end < selected.size() && end < 32 && selected[end] != ' ' && selected[end] != ',') {
+      ++end;
+    }
+    Set(&p->provider, selected.substr(0, end));
+    if (std::string_view fab; After(selected, "fabric is ", &fab)) {
       Set(&p->fabric, fab.substr(0, std::min<size_t>(fab.find(' '), 32)));
     }
-    if (size_t n = FindIn(v, "(found "); n != std::string_view::npos) {
-      p->nics = ParseInt(v.substr(n + 7));
-    }
+    if (std::string_view found; After(selected, "(found ", &found)) p->nics = ParseInt(found);
     SetEv(&p->ev_provider, c);
-  } else if (StartsWith(rest, "Running on ")) {
-    std::string_view v = rest.substr(11);
-    Set(&p->instance_type, v.substr(0, std::min<size_t>(v.find(' '), 32)));
+  } else if (std::string_view platform = rest; Consume(&platform, "Running on ")) {
+    Set(&p->instance_type, platform.substr(0, std::min<size_t>(platform.find(' '), 32)));
   } else if (StartsWith(rest, "No eligible providers were found")) {
     p->plugin_init_failed = true;
     Count(&p->plugin_failures, c);
-  } else if (StartsWith(rest, "Setting ") && Contains(rest, " environment variable to ")) {
-    size_t at = FindIn(rest, " environment variable to ");
-    AddSetting(&p->settings, c.st->options.max_settings_per_process, rest.substr(8, at - 8),
-               rest.substr(at + 25));
+  } else if (std::string_view name, value, setting = rest;
+             Consume(&setting, "Setting ") &&
+             Split(setting, " environment variable to ", &name, &value)) {
+    AddSetting(&p->settings, c.st->options.max_settings_per_process, name, value);
   } else if (Contains(rest, "disabling GDR")) {
     Count(&p->gdr_off, c);
   }
@@ -361,15 +356,8 @@ void HandleEnvEcho(ProcState* p, std::string_view m, const Ctx& c) {
   size_t sp = m.find(' ');
   if (sp == std::string_view::npos) return;
   std::string_view name = m.substr(0, sp);
-  std::string_view rest = m.substr(sp);
-  std::string_view value;
-  if (StartsWith(rest, " set by environment to ")) {
-    value = rest.substr(23);
-  } else if (StartsWith(rest, " set to ")) {
-    value = rest.substr(8);
-  } else {
-    return;
-  }
+  std::string_view value = m.substr(sp);
+  if (!Consume(&value, " set by environment to ") && !Consume(&value, " set to ")) return;
   value = Trim(value);
   if (!value.empty() && value.back() == '.') value.remove_suffix(1);
   AddSetting(&p->settings, c.st->options.max_settings_per_process, name, value);
@@ -406,7 +394,7 @@ bool HandleErrorChain(ProcState* p, std::string_view m, const Ctx& c) {
     if (!IsDigitChar(loc[i])) return false;
   }
   if (loc.find(' ') != std::string_view::npos) return false;
-  std::string_view code = m.substr(arrow + 4);
+  std::string_view code = After(m, " -> ");
   if (code.empty() || !IsDigitChar(code[0])) return false;
   size_t e = 0;
   while (e < code.size() && IsDigitChar(code[e])) ++e;
@@ -424,9 +412,8 @@ void HandleConnected(ProcState* p, std::string_view m, const Ctx& c) {
   if (StartsWith(m, "Channel ") || StartsWith(m, "CollNet ")) {
     HandleChannel(p, m, c);
   } else if (StartsWith(m, "Connected all rings, use ring PXN")) {
-    size_t g = FindIn(m, " GDR ");
-    if (g != std::string_view::npos) {
-      Count(ParseInt(m.substr(g + 5)) > 0 ? &p->gdr_on : &p->gdr_off, c);
+    if (std::string_view gdr; After(m, " GDR ", &gdr)) {
+      Count(ParseInt(gdr) > 0 ? &p->gdr_on : &p->gdr_off, c);
     }
   } else if (StartsWith(m, "Connected NVLS")) {
     AddTransport(CurrentComm(p), "NVLS");
@@ -435,14 +422,12 @@ void HandleConnected(ProcState* p, std::string_view m, const Ctx& c) {
 
 // "Using network X", "Using internal/external Network X", "Assigned NET plugin X to comm".
 void HandleNetworkChoice(ProcState* p, std::string_view m, const Ctx& c) {
-  std::string_view name;
-  if (StartsWith(m, "Using network ")) {
-    name = Trim(m.substr(14)).substr(0, 64);
-  } else if (StartsWith(m, "Using internal Network ") || StartsWith(m, "Using external Network ")) {
-    name = Trim(m.substr(23)).substr(0, 64);
-  } else if (StartsWith(m, "Assigned NET plugin ")) {
-    std::string_view v = m.substr(20);
-    name = v.substr(0, std::min<size_t>(v.find(" to comm"), 64));
+  std::string_view name = m;
+  if (Consume(&name, "Using network ") || Consume(&name, "Using internal Network ") ||
+      Consume(&name, "Using external Network ")) {
+    name = Trim(name).substr(0, 64);
+  } else if (Consume(&name, "Assigned NET plugin ")) {
+    name = name.substr(0, std::min<size_t>(name.find(" to comm"), 64));
   } else {
     return;
   }
@@ -456,29 +441,30 @@ void HandlePluginStatus(ProcState* p, std::string_view m, const Ctx& c) {
   if (StartsWith(m, "P2P plugin IB") || StartsWith(m, "Plugin Path : ")) {
     p->ibext_seen = true;
     p->plugin_loaded = true;
-    if (StartsWith(m, "P2P plugin ")) Set(&p->plugin_name, Trim(m.substr(11)).substr(0, 32));
-    SetEv(&p->ev_plugin, c);
-  } else if (StartsWith(m, "Initialized NET plugin ")) {
-    std::string_view v = Trim(m.substr(23));
-    if (v != "IB" && v != "Socket") {
-      p->plugin_loaded = true;
-      Set(&p->plugin_name, v.substr(0, 64));
+    if (std::string_view v = m; Consume(&v, "P2P plugin ")) {
+      Set(&p->plugin_name, Trim(v).substr(0, 32));
     }
-  } else if (StartsWith(m, "Failed to initialize NET plugin ")) {
-    std::string_view v = Trim(m.substr(32));
-    if (v == "IB") {
+    SetEv(&p->ev_plugin, c);
+  } else if (std::string_view ok = m; Consume(&ok, "Initialized NET plugin ")) {
+    ok = Trim(ok);
+    if (ok != "IB" && ok != "Socket") {
+      p->plugin_loaded = true;
+      Set(&p->plugin_name, ok.substr(0, 64));
+    }
+  } else if (std::string_view failed = m; Consume(&failed, "Failed to initialize NET plugin ")) {
+    failed = Trim(failed);
+    if (failed == "IB") {
       p->ib_no_device = true;
-    } else if (v != "Socket") {
+    } else if (failed != "Socket") {
       p->plugin_init_failed = true;
-      Set(&p->failed_plugin, v.substr(0, 64));
+      Set(&p->failed_plugin, failed.substr(0, 64));
       Count(&p->plugin_failures, c);
     }
-  } else if (StartsWith(m, "Successfully loaded external ")) {
-    std::string_view v = m.substr(29);
-    if (StartsWith(v, "network ")) v.remove_prefix(8);
-    if (StartsWith(v, "plugin ")) v.remove_prefix(7);
+  } else if (std::string_view loaded = m; Consume(&loaded, "Successfully loaded external ")) {
+    Consume(&loaded, "network ");
+    Consume(&loaded, "plugin ");
     p->plugin_loaded = true;
-    Set(&p->plugin_name, Trim(v).substr(0, 64));
+    Set(&p->plugin_name, Trim(loaded).substr(0, 64));
     SetEv(&p->ev_plugin, c);
   }
 }
@@ -491,8 +477,8 @@ void HandleNetIb(ProcState* p, std::string_view m, const Ctx& c) {
     // "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>": the OOB interface is this host's
     // address.
     if (!p->ib_using) {
-      if (size_t oob = FindIn(m, "OOB "); oob != std::string_view::npos) {
-        for (const auto& item : internal::ParseIfList(m.substr(oob + 4), 1)) {
+      if (std::string_view oob; After(m, "OOB ", &oob)) {
+        for (const auto& item : internal::ParseIfList(oob, 1)) {
           AddOwnAddr(p, item.iface, item.addr);
         }
       }
@@ -512,7 +498,9 @@ void HandleNetSocket(ProcState* p, std::string_view m, const Ctx& c) {
   SetEv(&p->ev_socket_using, c);
   if (p->socket_list_seen) return;
   p->socket_list_seen = true;
-  for (const auto& item : internal::ParseIfList(m.substr(18), 16)) {
+  std::string_view list = m;
+  Consume(&list, "NET/Socket : Using");
+  for (const auto& item : internal::ParseIfList(list, 16)) {
     if (internal::IsLoopback(item.iface, item.addr)) p->socket_lists_loopback = true;
     AddOwnAddr(p, item.iface, item.addr);
   }
@@ -520,9 +508,8 @@ void HandleNetSocket(ProcState* p, std::string_view m, const Ctx& c) {
 
 // Messages starting with 'N': the version, echoed settings, and the nets' own lines.
 void HandleN(ProcState* p, std::string_view m, const Ctx& c) {
-  if (StartsWith(m, "NCCL version ")) {
+  if (std::string_view tok = m; Consume(&tok, "NCCL version ")) {
     std::string_view v, cuda;
-    std::string_view tok = m.substr(13);
     tok = tok.substr(0, std::min<size_t>(tok.find(' '), 64));
     SplitVersion(tok, &v, &cuda);
     Set(&p->version, v);
@@ -537,12 +524,12 @@ void HandleN(ProcState* p, std::string_view m, const Ctx& c) {
     HandleNetIb(p, m, c);
   } else if (StartsWith(m, "NET/Socket : Using")) {
     HandleNetSocket(p, m, c);
-  } else if (StartsWith(m, "NET : Using interface ")) {
+  } else if (std::string_view iface = m; Consume(&iface, "NET : Using interface ")) {
     // NCCL 2.3: one line per socket interface; the first one carries the bootstrap.
-    for (const auto& item : internal::ParseIfList(m.substr(22), 1)) {
+    for (const auto& item : internal::ParseIfList(iface, 1)) {
       AddOwnAddr(p, item.iface, item.addr);
     }
-    HandleBootstrap(p, m.substr(22), c);
+    HandleBootstrap(p, iface, c);
   } else if (StartsWith(m, "No network plugin found")) {
     p->plugin_not_found = true;
     SetEv(&p->ev_plugin, c);
@@ -561,10 +548,9 @@ void HandleInfo(State* st, ProcState* p, std::string_view m, const Ctx& c) {
       if (StartsWith(m, "Ring ")) HandleChannel(p, m, c);
       return;
     case 'B':
-      if (StartsWith(m, "Bootstrap : Using")) {
-        HandleBootstrap(p, m.substr(17), c);
-      } else if (StartsWith(m, "Bootstrap: Using")) {
-        HandleBootstrap(p, m.substr(16), c);
+      if (std::string_view list = m;
+          Consume(&list, "Bootstrap : Using") || Consume(&list, "Bootstrap: Using")) {
+        HandleBootstrap(p, list, c);
       }
       return;
     case 'U':
@@ -835,9 +821,8 @@ void HandleOther(State* st, SourceState* ss, std::string_view line, const Ctx& c
 // "<host>: " before the record. Empty when the line shows neither.
 std::string LauncherLocation(std::string_view ray_prefix, std::string_view before_record) {
   if (!ray_prefix.empty()) {
-    size_t ip = FindIn(ray_prefix, "ip=");
-    if (ip == std::string_view::npos) return "ray-driver-node";
-    std::string_view v = ray_prefix.substr(ip + 3);
+    std::string_view v;
+    if (!After(ray_prefix, "ip=", &v)) return "ray-driver-node";
     size_t e = 0;
     while (e < v.size() && v[e] != ')' && v[e] != ',' && v[e] != ' ' && e < 64) ++e;
     return "ip=" + std::string(v.substr(0, e));

@@ -428,14 +428,10 @@ size_t FindRecords(std::string_view line, std::vector<Record>* out) {
 }
 
 void SplitVersion(std::string_view text, std::string_view* version, std::string_view* cuda) {
-  size_t plus = text.find("+cuda");
-  if (plus == std::string_view::npos) {
+  if (!internal::Split(text, "+cuda", version, cuda)) {
     *version = text;
     *cuda = {};
-    return;
   }
-  *version = text.substr(0, plus);
-  *cuda = text.substr(plus + 5);
 }
 
 bool FindVersionBanner(std::string_view line, std::string_view* version, std::string_view* cuda) {

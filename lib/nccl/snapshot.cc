@@ -93,10 +93,10 @@ constexpr char kByConfiguration[] = "; by configuration (NCCL_IB_DISABLE=1 or NC
 bool VersionInRange(const std::string& v, int minor_lo, int patch_lo, int minor_hi, int patch_hi) {
   // Only 2.x matters here.
   if (v.size() < 3 || v[0] != '2' || v[1] != '.') return false;
-  int minor = internal::ParseInt(std::string_view(v).substr(2));
-  size_t dot = v.find('.', 2);
-  int patch =
-      dot == std::string::npos ? 0 : internal::ParseInt(std::string_view(v).substr(dot + 1));
+  std::string_view rest = v, patch_text;
+  internal::Consume(&rest, "2.");
+  const int minor = internal::ParseInt(rest);
+  const int patch = internal::After(rest, ".", &patch_text) ? internal::ParseInt(patch_text) : 0;
   // Pairs, not minor * 1000 + patch: ParseInt saturates at 1e9, and a log may say anything.
   const std::pair<int, int> at{minor, patch};
   return at >= std::pair{minor_lo, patch_lo} && at <= std::pair{minor_hi, patch_hi};

@@ -138,6 +138,40 @@ EFAWATCH_ALWAYS_INLINE bool Contains(std::string_view hay, std::string_view need
   return FindIn(hay, needle) != std::string_view::npos;
 }
 
+// The parser reads the format's words, never counted offsets: "the text after `marker`"
+// (After), "the text before and after it" (Split), "`s` without `prefix`" (Consume).
+// After: sets `*rest` to the text after the first `marker` in `s` and returns true; false (and
+// `*rest` untouched) when `s` has no `marker`.
+inline bool After(std::string_view s, std::string_view marker, std::string_view* rest) {
+  const size_t at = FindIn(s, marker);
+  if (at == std::string_view::npos) return false;
+  *rest = s.substr(at + marker.size());
+  return true;
+}
+
+// The text after the first `marker`, or "" when there is none.
+inline std::string_view After(std::string_view s, std::string_view marker) {
+  std::string_view rest;
+  return After(s, marker, &rest) ? rest : std::string_view();
+}
+
+// Splits `s` at its first `marker` into what is before and after it; false when there is none.
+inline bool Split(std::string_view s, std::string_view marker, std::string_view* before,
+                  std::string_view* after) {
+  const size_t at = FindIn(s, marker);
+  if (at == std::string_view::npos) return false;
+  *before = s.substr(0, at);
+  *after = s.substr(at + marker.size());
+  return true;
+}
+
+// Removes `prefix` from the front of `*s` when it is there.
+inline bool Consume(std::string_view* s, std::string_view prefix) {
+  if (!StartsWith(*s, prefix)) return false;
+  s->remove_prefix(prefix.size());
+  return true;
+}
+
 inline bool IsDigitChar(char c) { return c >= '0' && c <= '9'; }
 
 // Leading decimal integer of `s` (after spaces); -1 when there is none. Saturates at 1e9.
@@ -226,12 +260,10 @@ inline IfList ParseIfList(std::string_view s, size_t max_items = 16) {
       if (close == std::string_view::npos) continue;
       tok.remove_prefix(close + 1);
     }
-    size_t colon = tok.find(':');
-    if (colon == std::string_view::npos || colon == 0) continue;
-    std::string_view addr = tok.substr(colon + 1);
-    size_t lt = addr.find('<');
-    if (lt != std::string_view::npos) addr = addr.substr(0, lt);
-    out.push_back({tok.substr(0, colon), addr});
+    std::string_view iface, addr;
+    if (!Split(tok, ":", &iface, &addr) || iface.empty()) continue;
+    addr = addr.substr(0, addr.find('<'));
+    out.push_back({iface, addr});
   }
   return out;
 }

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "lib/nccl/text_util.h"
+
 namespace efawatch::nccl {
 namespace {
 
@@ -140,16 +142,17 @@ size_t TimestampLength(std::string_view s) {
 
 bool ParseCri(std::string_view line, CriRecord* out) {
   if (line.empty() || !IsDigit(line[0])) return false;
-  size_t sp = line.find(' ');
-  if (sp == std::string_view::npos || sp < 20 || sp > 40) return false;
-  if (TimestampLength(line) != sp || line[10] != 'T') return false;
-  std::string_view rest = line.substr(sp + 1);
+  std::string_view time, rest;
+  if (!internal::Split(line, " ", &time, &rest) || time.size() < 20 || time.size() > 40) {
+    return false;
+  }
+  if (TimestampLength(line) != time.size() || line[10] != 'T') return false;
   if (rest.size() < 8) return false;
   std::string_view stream = rest.substr(0, 6);
   if (stream != "stdout" && stream != "stderr") return false;
   if (rest[6] != ' ' || (rest[7] != 'P' && rest[7] != 'F')) return false;
   if (rest.size() > 8 && rest[8] != ' ') return false;
-  out->time = line.substr(0, sp);
+  out->time = time;
   out->stream = stream;
   out->partial = rest[7] == 'P';
   out->text = rest.size() > 9 ? rest.substr(9) : std::string_view();
