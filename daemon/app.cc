@@ -21,6 +21,8 @@
 #include "daemon/inspector/inspector_collector.h"
 #include "daemon/logs/pod_analysis.h"
 #include "daemon/logs/tailer.h"
+#include "daemon/logs/tailer_collector.h"
+#include "daemon/logs/verdict_metrics.h"
 #include "daemon/rpc/grpc_edge.h"
 #include "daemon/rpc/limits_collector.h"
 #include "daemon/rpc/peer_client.h"
@@ -230,9 +232,10 @@ void App::CreateLogs() {
   logs::PodAnalysisOptions popts;
   popts.grace_period = config_.pod_grace_period;
   popts.max_communicators_per_pod = config_.max_communicators_per_pod;
-  pods_ = std::make_unique<logs::PodAnalysis>(popts, clock_, &findings_, nullptr);
+  pods_ = std::make_unique<logs::PodAnalysis>(popts, clock_, &findings_);
+  verdict_collector_ = std::make_unique<logs::VerdictCollector>(*pods_);
   tailer_ = std::make_unique<logs::Tailer>(TailerOptionsFrom(config_), pods_.get(), clock_);
-  pods_->set_tailer_counters(&tailer_->counters());
+  tailer_collector_ = std::make_unique<logs::TailerCollector>(tailer_->counters());
 }
 
 void App::CreateEfa() {
@@ -410,7 +413,8 @@ absl::Status App::CreateMetrics() {
   mopts.build = {EFAWATCH_VERSION, EFAWATCH_REVISION, EFAWATCH_NCCL_VERSION};
   mopts.start_time = start_time_;
   mopts.collector_budget = config_.collector_budget;
-  std::vector<common::Collector*> collectors = {process_collector_.get(), efa_.get(), pods_.get(),
+  std::vector<common::Collector*> collectors = {process_collector_.get(), efa_.get(),
+                                                verdict_collector_.get(), tailer_collector_.get(),
                                                 findings_collector_.get()};
   collectors.push_back(inspector_.get());
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());

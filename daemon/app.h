@@ -62,7 +62,9 @@ class DoctorRunner;
 }  // namespace doctor
 namespace logs {
 class Tailer;
+class TailerCollector;
 class PodAnalysis;
+class VerdictCollector;
 }  // namespace logs
 namespace inspector {
 class InspectorCollector;
@@ -127,7 +129,9 @@ class App final {
   std::unique_ptr<common::ProcessCollector> process_collector_;
   std::unique_ptr<common::FindingsCollector> findings_collector_;
   std::unique_ptr<logs::PodAnalysis> pods_;
+  std::unique_ptr<logs::VerdictCollector> verdict_collector_;  // Reads pods_.
   std::unique_ptr<logs::Tailer> tailer_;
+  std::unique_ptr<logs::TailerCollector> tailer_collector_;  // Reads tailer_'s counters.
   // The NCCL Inspector's files, followed by a tailer of their own (daemon/inspector).
   std::unique_ptr<inspector::InspectorCollector> inspector_;
   std::unique_ptr<logs::Tailer> inspector_tailer_;

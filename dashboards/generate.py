@@ -1038,7 +1038,10 @@ def inspector_panels(b):
     b.timeseries(
         "NCCL busbw / expected, per collective",
         [(f"min by (collective) ({in_job_workload(f'efawatch:nccl_busbw_expected_ratio:p50_5m{{{POD_SEL}}}')})",
-          "{{collective}}")],
+          "{{collective}}"),
+         ("min(efawatch:nccl_workload_busbw_expected_ratio:min"
+          f"{{{NODE_SEL}, namespace=~\"$namespace\", workload=~\"$workload\"}})",
+          "the job (what the alert judges)")],
         unit="percentunit",
         description="The slowest pod's share of its node's expected bandwidth; under 25 % for 10 "
         "minutes raises EfawatchNcclSlowCollectives.",

@@ -3,6 +3,8 @@
 #include <string>
 #include <type_traits>
 
+#include "daemon/logs/json_shape.h"
+
 namespace efawatch::logs {
 namespace {
 
@@ -105,6 +107,85 @@ common::Finding FindingFromJson(const nlohmann::json& in) {
   f.evidence.line = Get<uint64_t>(in, "line");
   f.evidence.text = Get<std::string>(in, "text");
   return f;
+}
+
+nlohmann::json ContainerToJson(const SavedContainer& c) {
+  const ContainerVerdict& x = c.verdict;
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : c.findings) findings.push_back(FindingToJson(f));
+  nlohmann::json e = {{"key", c.key},
+                      {"path", x.source.path.string()},
+                      {"namespace", x.source.namespace_name},
+                      {"pod", x.source.pod},
+                      {"uid", x.source.uid},
+                      {"container", x.source.container},
+                      {"origin", OriginName(x.source.origin)},
+                      {"run", x.source.run},
+                      {"files", x.files},
+                      {"lines", x.lines},
+                      {"nccl_lines", x.nccl_lines},
+                      {"malformed_lines", x.malformed_lines},
+                      {"findings", findings},
+                      {"communicator_series", CommunicatorsToJson(x.communicators)}};
+  VerdictToJson(x.nccl, e);
+  return e;
+}
+
+SavedContainer ContainerFromJson(const nlohmann::json& e) {
+  SavedContainer c;
+  c.key = Get<std::string>(e, "key");
+  LogSource& s = c.verdict.source;
+  s.path = Get<std::string>(e, "path");
+  s.origin = OriginFromName(Get<std::string>(e, "origin"));
+  s.run = Get<std::string>(e, "run");
+  s.format = s.origin == Origin::kContainerLog ? Format::kCri : Format::kPlain;
+  s.namespace_name = Get<std::string>(e, "namespace");
+  s.pod = Get<std::string>(e, "pod");
+  s.uid = Get<std::string>(e, "uid");
+  s.container = Get<std::string>(e, "container");
+  c.verdict.lines = Get<uint64_t>(e, "lines");
+  c.verdict.nccl_lines = Get<uint64_t>(e, "nccl_lines");
+  c.verdict.malformed_lines = Get<uint64_t>(e, "malformed_lines");
+  c.verdict.files = Get<uint64_t>(e, "files");
+  c.verdict.nccl = VerdictFromJson(e);
+  c.verdict.communicators = CommunicatorsFromJson(e.value("communicator_series", nlohmann::json()));
+  for (const auto& f : e.value("findings", nlohmann::json::array())) {
+    c.findings.push_back(FindingFromJson(f));
+  }
+  return c;
+}
+
+// The shape ContainerToJson writes, checked before any of it is read.
+bool ContainersHaveShape(const nlohmann::json& j) {
+  using K = JsonKind;
+  if (!AllHaveShape(j, {{"key", K::kString},
+                        {"path", K::kString},
+                        {"namespace", K::kString},
+                        {"pod", K::kString},
+                        {"uid", K::kString},
+                        {"container", K::kString},
+                        {"origin", K::kString},
+                        {"run", K::kString},
+                        {"files", K::kUnsigned},
+                        {"lines", K::kUnsigned},
+                        {"nccl_lines", K::kUnsigned},
+                        {"malformed_lines", K::kUnsigned},
+                        {"findings", K::kArray},
+                        {"communicator_series", K::kArray}})) {
+    return false;
+  }
+  for (const auto& e : j) {
+    if (e.contains("findings") && !AllHaveShape(e["findings"], {{"kind", K::kString},
+                                                                {"severity", K::kInteger},
+                                                                {"subject", K::kString},
+                                                                {"message", K::kString},
+                                                                {"file", K::kString},
+                                                                {"line", K::kUnsigned},
+                                                                {"text", K::kString}})) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace efawatch::logs

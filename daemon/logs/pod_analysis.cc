@@ -8,7 +8,6 @@
 #include "daemon/logs/json_shape.h"
 #include "lib/common/utf8.h"
 #include "lib/nccl/block_scanner.h"
-#include "lib/nccl/labels.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::logs {
@@ -16,9 +15,6 @@ namespace {
 
 // "<time> <stream> P <text>": a record the runtime split; its first piece may lack the NCCL
 // token that a later piece carries, so partial pieces always reach the analyzer.
-common::Labels PodLabels(const LogSource& s) {
-  return {{"namespace", s.namespace_name}, {"pod", s.pod}, {"container", s.container}};
-}
 
 // Feeds one candidate line as valid UTF-8: a pod may print any bytes, and what the analyzer keeps
 // of them ends up in JSON, label values and proto3 strings, whose writers all reject (or throw
@@ -57,8 +53,8 @@ void MakeValid(ContainerVerdict& v, std::vector<common::Finding>& findings) {
 }  // namespace
 
 PodAnalysis::PodAnalysis(const PodAnalysisOptions& options, const common::Clock& clock,
-                         common::FindingsBoard* board, const TailerCounters* tailer)
-    : options_(options), clock_(clock), board_(board), tailer_(tailer) {}
+                         common::FindingsBoard* board)
+    : options_(options), clock_(clock), board_(board) {}
 
 PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
   // Lines arrive in runs from one file: the last file's path finds its container without
@@ -308,12 +304,27 @@ void PodAnalysis::ReapportionPods(std::vector<std::string> pods, Changed* change
   }
 }
 
+// The agent's log says each container's verdict when its headline changes (a few lines per job,
+// not per pass).
+void PodAnalysis::LogHeadlines(const Changed& changed) {
+  for (const auto& [key, verdict] : changed) {
+    if (verdict->nccl_lines == 0) continue;
+    auto it = containers_.find(*key);
+    if (it == containers_.end()) continue;
+    std::string headline = nccl::VerdictHeadline(verdict->nccl);
+    if (headline == it->second.headline) continue;
+    spdlog::info("NCCL {}: {}", *key, headline);
+    it->second.headline = std::move(headline);
+  }
+}
+
 // Hands what this pass changed to the scrape side (under mu_), then the findings to the board.
 void PodAnalysis::Publish(const std::vector<std::string>& removed, const Changed& changed,
                           bool findings_changed) {
   uint64_t comms_dropped = comms_dropped_retired_;
   for (const auto& [key, c] : containers_)
     comms_dropped += c.comms_dropped_before + c.comms_dropped;
+  LogHeadlines(changed);
   if (removed.empty() && changed.empty() && evicted_published_ == evicted_ &&
       comms_dropped_published_ == comms_dropped) {
     return;
@@ -346,25 +357,9 @@ std::string PodAnalysis::Checkpoint() const {
   for (const auto& [key, c] : containers_) {
     auto v = verdicts_.find(key);
     if (v == verdicts_.end()) continue;
-    const ContainerVerdict& x = v->second;
-    nlohmann::json findings = nlohmann::json::array();
-    for (const auto& f : c.findings) findings.push_back(FindingToJson(f));
-    nlohmann::json e = {{"key", key},
-                        {"path", c.source.path.string()},
-                        {"namespace", c.source.namespace_name},
-                        {"pod", c.source.pod},
-                        {"uid", c.source.uid},
-                        {"container", c.source.container},
-                        {"origin", OriginName(c.source.origin)},
-                        {"run", c.source.run},
-                        {"files", x.files},
-                        {"lines", x.lines},
-                        {"nccl_lines", x.nccl_lines},
-                        {"malformed_lines", x.malformed_lines},
-                        {"findings", findings},
-                        {"communicator_series", CommunicatorsToJson(x.communicators)}};
-    VerdictToJson(x.nccl, e);
-    j.push_back(std::move(e));
+    SavedContainer saved{.key = key, .verdict = v->second, .findings = c.findings};
+    saved.verdict.source = c.source;
+    j.push_back(ContainerToJson(saved));
   }
   // Everything in it was made valid UTF-8 (Evaluate); paths are bytes, and a last resort must
   // not throw on the tailer's thread.
@@ -372,39 +367,6 @@ std::string PodAnalysis::Checkpoint() const {
 }
 
 namespace {
-
-// The shape PodAnalysis::Checkpoint() writes: an array of containers.
-bool ContainersHaveShape(const nlohmann::json& j) {
-  using K = JsonKind;
-  if (!AllHaveShape(j, {{"key", K::kString},
-                        {"path", K::kString},
-                        {"namespace", K::kString},
-                        {"pod", K::kString},
-                        {"uid", K::kString},
-                        {"container", K::kString},
-                        {"origin", K::kString},
-                        {"run", K::kString},
-                        {"files", K::kUnsigned},
-                        {"lines", K::kUnsigned},
-                        {"nccl_lines", K::kUnsigned},
-                        {"malformed_lines", K::kUnsigned},
-                        {"findings", K::kArray},
-                        {"communicator_series", K::kArray}})) {
-    return false;
-  }
-  for (const auto& e : j) {
-    if (e.contains("findings") && !AllHaveShape(e["findings"], {{"kind", K::kString},
-                                                                {"severity", K::kInteger},
-                                                                {"subject", K::kString},
-                                                                {"message", K::kString},
-                                                                {"file", K::kString},
-                                                                {"line", K::kUnsigned},
-                                                                {"text", K::kString}})) {
-      return false;
-    }
-  }
-  return true;
-}
 
 // True when the log a restored container was read from is gone: the pod was deleted while the
 // agent was down, so the tailer will never report it (it never follows it again).
@@ -426,26 +388,14 @@ void PodAnalysis::Restore(std::string_view state) {
   const auto j = nlohmann::json::parse(state, nullptr, false);
   if (j.is_discarded() || !ContainersHaveShape(j)) return;  // CheckpointValid() said so first
   for (const auto& e : j) {
+    SavedContainer saved = ContainerFromJson(e);
     Container c;
-    c.source.path = JsonString(e, "path");
-    c.source.origin = OriginFromName(JsonString(e, "origin"));
-    c.source.run = JsonString(e, "run");
-    c.source.format = c.source.origin == Origin::kContainerLog ? Format::kCri : Format::kPlain;
-    c.source.namespace_name = JsonString(e, "namespace");
-    c.source.pod = JsonString(e, "pod");
-    c.source.uid = JsonString(e, "uid");
-    c.source.container = JsonString(e, "container");
-    c.lines = JsonUint(e, "lines");
-    c.nccl_lines_before = JsonUint(e, "nccl_lines");
-    c.malformed_before = JsonUint(e, "malformed_lines");
-    c.restored.source = c.source;
-    c.restored.files = JsonUint(e, "files");
-    c.restored.nccl = VerdictFromJson(e);
-    c.restored.communicators =
-        CommunicatorsFromJson(e.value("communicator_series", nlohmann::json()));
-    for (const auto& f : e.value("findings", nlohmann::json::array())) {
-      c.restored_findings.push_back(FindingFromJson(f));
-    }
+    c.source = saved.verdict.source;
+    c.lines = saved.verdict.lines;
+    c.nccl_lines_before = saved.verdict.nccl_lines;
+    c.malformed_before = saved.verdict.malformed_lines;
+    c.restored = std::move(saved.verdict);
+    c.restored_findings = std::move(saved.findings);
     c.has_restored = true;
     c.last_write = clock_.Now();
     if (RestoredSourceGone(c.source)) {
@@ -454,7 +404,7 @@ void PodAnalysis::Restore(std::string_view state) {
       c.gone = true;
       c.gone_at = clock_.Now();
     }
-    containers_[JsonString(e, "key")] = std::move(c);
+    containers_[saved.key] = std::move(c);
   }
 }
 
@@ -473,79 +423,14 @@ std::vector<ContainerVerdict> PodAnalysis::Verdicts() const {
   return out;
 }
 
-void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink) {
-  const common::Labels l = PodLabels(v.source);
-  sink.Add(metrics::M::kLogsLinesTotal, l, static_cast<double>(v.lines));
-  sink.Add(metrics::M::kLogsNcclLinesTotal, l, static_cast<double>(v.nccl_lines));
-  if (v.nccl_lines == 0) return;  // pods without NCCL get no verdict series
-  const nccl::Verdict& n = v.nccl;
-  sink.Add(metrics::M::kNcclTcpFallback, l, n.tcp_fallback ? 1 : 0);
-  sink.Add(metrics::M::kNcclTcpDeliberate, l, n.tcp_deliberate ? 1 : 0);
-  sink.Add(metrics::M::kNcclLoopbackMisuse, l, n.loopback_misuse ? 1 : 0);
-  sink.Add(metrics::M::kNcclNetPluginMissing, l, n.net_plugin_missing ? 1 : 0);
-  sink.Add(metrics::M::kNcclGdrDisabled, l, n.gdr_disabled ? 1 : 0);
-  common::Labels info = l;
-  info.push_back({"network", nccl::NetworkLabel(n.network)});
-  info.push_back({"transport", nccl::TransportLabel(n.transport)});
-  info.push_back({"ofi_provider", nccl::ProviderLabel(n.ofi_provider)});
-  info.push_back({"nccl_version", nccl::VersionLabel(n.nccl_version)});
-  info.push_back({"nodes", std::string(nccl::NameOf(n.nodes_evidence))});
-  sink.Add(metrics::M::kNcclInfo, info, 1);
-  sink.Add(metrics::M::kNcclProcesses, l, static_cast<double>(n.processes));
-  sink.Add(metrics::M::kNcclCommunicators, l, static_cast<double>(n.communicators));
-  sink.Add(metrics::M::kNcclWarningsTotal, l, static_cast<double>(n.warnings));
-  sink.Add(metrics::M::kNcclErrorsTotal, l, static_cast<double>(n.errors));
-  for (const CommunicatorSeries& c : v.communicators) {
-    if (!nccl::CommIdLabelOk(c.id)) continue;  // not an id NCCL prints: no series to join on
-    common::Labels cl = l;
-    cl.push_back({"comm_id", c.id});
-    cl.push_back({"nranks", c.nranks > 0 ? std::to_string(c.nranks) : "unknown"});
-    cl.push_back({"nnodes", c.nnodes > 0 ? std::to_string(c.nnodes) : "unknown"});
-    cl.push_back({"transport", nccl::TransportLabel(c.transport)});
-    cl.push_back({"provider", nccl::ProviderLabel(c.provider)});
-    sink.Add(metrics::M::kNcclCommunicatorInfo, cl, 1);
-  }
+void PodAnalysis::ForEachVerdict(const std::function<void(const ContainerVerdict&)>& f) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, v] : verdicts_) f(v);
 }
 
-absl::Status PodAnalysis::Collect(std::chrono::steady_clock::time_point /*deadline*/,
-                                  common::MetricSink& sink) {
+PodAnalysis::Drops PodAnalysis::Dropped() const {
   std::lock_guard lock(mu_);
-  for (const auto& [key, v] : verdicts_) {
-    WriteVerdictMetrics(v, sink);
-  }
-  uint64_t malformed = 0;
-  for (const auto& [key, v] : verdicts_) malformed += v.malformed_lines;
-  sink.Add(metrics::M::kLogsMalformedLinesTotal, {}, static_cast<double>(malformed));
-  sink.Add(metrics::M::kLogsStateEvictedTotal, {}, static_cast<double>(evicted_published_));
-  sink.Add(metrics::M::kNcclCommunicatorsDroppedTotal, {},
-           static_cast<double>(comms_dropped_published_));
-  if (tailer_ != nullptr) {
-    sink.Add(metrics::M::kLogsFilesWatched, {}, static_cast<double>(tailer_->files_watched));
-    sink.Add(metrics::M::kLogsReadBytesTotal, {}, static_cast<double>(tailer_->bytes_read));
-    sink.Add(metrics::M::kLogsReadLinesTotal, {}, static_cast<double>(tailer_->lines_read));
-    sink.Add(metrics::M::kLogsRotationsTotal, {}, static_cast<double>(tailer_->rotations));
-    sink.Add(metrics::M::kLogsTruncationsTotal, {}, static_cast<double>(tailer_->truncations));
-    sink.Add(metrics::M::kLogsCheckpointWritesTotal, {},
-             static_cast<double>(tailer_->checkpoint_writes));
-    sink.Add(metrics::M::kLogsCheckpointWriteFailuresTotal, {},
-             static_cast<double>(tailer_->checkpoint_write_failures));
-    sink.Add(metrics::M::kLogsFilesRefusedTotal, {}, static_cast<double>(tailer_->files_refused));
-    sink.Add(metrics::M::kLogsFilesOverCapTotal, {}, static_cast<double>(tailer_->files_over_cap));
-    sink.Add(metrics::M::kLogsTruncatedLinesTotal, {},
-             static_cast<double>(tailer_->lines_truncated));
-    sink.Add(metrics::M::kLogsCheckpointsSetAsideTotal, {},
-             static_cast<double>(tailer_->checkpoints_set_aside));
-    sink.Add(metrics::M::kLogsDeletedFilesClosedTotal, {},
-             static_cast<double>(tailer_->deleted_files_closed));
-    common::AddCounters(sink, metrics::M::kLogsSkippedBytesTotal, "reason",
-                        {{"budget", &tailer_->skipped_budget},
-                         {"hole", &tailer_->skipped_hole},
-                         {"oversized", &tailer_->skipped_oversized},
-                         {"binary", &tailer_->skipped_binary}});
-    sink.Add(metrics::M::kInternalErrorsTotal, {{"component", "logs"}},
-             static_cast<double>(tailer_->internal_errors));
-  }
-  return absl::OkStatus();
+  return {.containers = evicted_published_, .communicators = comms_dropped_published_};
 }
 
 }  // namespace efawatch::logs

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/logs/container_verdict.h"
 #include "daemon/logs/source.h"
 #include "daemon/logs/tailer.h"
 #include "lib/common/clock.h"
@@ -34,40 +36,22 @@ struct PodAnalysisOptions {
   nccl::AnalyzerOptions analyzer;
 };
 
-using nccl::CommunicatorSeries;
-
-/// One container's current run: where its log is, how much of it was read, and its NCCL verdict.
-struct ContainerVerdict {
-  LogSource source;
-  nccl::Verdict nccl;
-  uint64_t lines = 0, nccl_lines = 0, malformed_lines = 0;
-  /// Files this run was read from: 1 for a container log, a Ray session's worker files, ...
-  uint64_t files = 0;
-  bool gone = false;
-  /// Live communicators with a commId, by id, at most the pod's share of
-  /// PodAnalysisOptions::max_communicators_per_pod.
-  std::vector<CommunicatorSeries> communicators;
-};
-
-/// The container's series: line counts always; the verdict's series once NCCL lines were seen,
-/// and one efawatch_nccl_communicator_info per exported communicator.
-/// The Prometheus mapping of the verdict record, in one place.
-void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink);
-
 /// Feeds every container's log lines to its own NCCL analyzer (lines without NCCL are counted
 /// and skipped by a cheap pre-filter), turns the analyzers' reports into per-container verdicts,
-/// publishes their findings (owner "nccl") and exports them as metrics.
+/// publishes their findings (owner "nccl") and hands the verdicts to readers (VerdictCollector
+/// for /metrics, the gRPC node health, the Kubernetes signals); logs each container's headline
+/// when it changes.
 ///
 /// A container's verdict covers its current run: when the container restarts (a new
 /// `<restart>.log`), its analyzer starts afresh, so a fixed job stops firing. Counts and verdicts
 /// are saved in the tailer's checkpoint, so a restarted agent neither loses nor doubles them.
 ///
-/// Threads: the LineSink methods run on the tailer's thread; Collect() on the scrape thread;
+/// Threads: the LineSink methods run on the tailer's thread; the readers on theirs (scrape, gRPC);
 /// they share only the verdict table, under a mutex.
-class PodAnalysis final : public LineSink, public common::Collector {
+class PodAnalysis final : public LineSink {
  public:
   PodAnalysis(const PodAnalysisOptions& options, const common::Clock& clock,
-              common::FindingsBoard* board, const TailerCounters* tailer);
+              common::FindingsBoard* board);
 
   void OnLine(const LogSource& source, uint64_t line_no, std::string_view line) override;
   void OnLines(const LogSource& source, uint64_t first_line_no, uint64_t count,
@@ -80,16 +64,17 @@ class PodAnalysis final : public LineSink, public common::Collector {
   /// deleted while the agent was down) is restored as gone: it expires after the grace period.
   void Restore(std::string_view state) override;
 
-  std::string_view Name() const override { return "nccl_logs"; }
-  absl::Status Collect(std::chrono::steady_clock::time_point deadline,
-                       common::MetricSink& sink) override;
-
-  /// The tailer feeding us, whose counters Collect() exports. Set before the first scrape.
-  void set_tailer_counters(const TailerCounters* tailer) { tailer_ = tailer; }
-
   /// True when a container that is not gone has NCCL processes (for the EFA fallback rule).
   bool NcclActive() const;
   std::vector<ContainerVerdict> Verdicts() const;
+  /// Calls `f` for every container's verdict under the table's lock (no copies: the scrape).
+  void ForEachVerdict(const std::function<void(const ContainerVerdict&)>& f) const;
+  /// Containers evicted to respect max_containers, and communicators no series could show.
+  struct Drops {
+    uint64_t containers = 0;
+    uint64_t communicators = 0;
+  };
+  Drops Dropped() const;
 
  private:
   struct Container {
@@ -116,6 +101,7 @@ class PodAnalysis final : public LineSink, public common::Collector {
     uint64_t comms_seen = 0;            // communicators with a commId in this run (see above)
     uint64_t comms_dropped = 0;         // of this run, never exported (only grows)
     uint64_t comms_dropped_before = 0;  // by earlier runs of the container
+    std::string headline;               // the verdict headline last logged
   };
   // Files counted per container run; the tailer's caps keep the real number far below.
   static constexpr size_t kMaxFilesNamed = 4096;
@@ -131,11 +117,11 @@ class PodAnalysis final : public LineSink, public common::Collector {
   void ReapportionPods(std::vector<std::string> pods, Changed* changed);
   void Publish(const std::vector<std::string>& removed, const Changed& changed,
                bool findings_changed);
+  void LogHeadlines(const Changed& changed);
 
   const PodAnalysisOptions options_;
   const common::Clock& clock_;
   common::FindingsBoard* board_;
-  const TailerCounters* tailer_ = nullptr;
   std::map<std::string, Container> containers_;  // tailer thread only
   uint64_t evicted_ = 0;
   uint64_t comms_dropped_retired_ = 0;  // by containers that are gone from containers_

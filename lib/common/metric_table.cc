@@ -512,6 +512,11 @@ const std::vector<DebugOnlyGroup>& DebugOnlyMetrics() {
         "efawatch_logs_deleted_files_closed_total", "efawatch_logs_files_refused_total",
         "efawatch_logs_skipped_bytes_total", "efawatch_nccl_communicators_dropped_total",
         "efawatch_nccl_processes"}},
+      {"NCCL Inspector reading and the collectives' total time: the Inspector's records and files "
+       "say whether a job's dump is being read (docs/inspector.md); the bandwidth itself is "
+       "alerted (EfawatchNcclSlowCollectives) and on the job dashboard.",
+       {"efawatch_nccl_exec_seconds_total", "efawatch_nccl_inspector_files",
+        "efawatch_nccl_inspector_records_total"}},
       {"EFA and RDMA device counters beyond the errors (alerted) and the throughput and "
        "retransmits (node dashboard): work requests, packets and commands per device, port "
        "state and the generic RDMA view, for a device under investigation.",

@@ -39,7 +39,7 @@ struct Agent {
   explicit Agent(const logs::TailerOptions& o) : tailer(o, &pods, clock) {}
   common::FakeClock clock;
   common::FindingsBoard board{clock};
-  logs::PodAnalysis pods{logs::PodAnalysisOptions{}, clock, &board, nullptr};
+  logs::PodAnalysis pods{logs::PodAnalysisOptions{}, clock, &board};
   logs::Tailer tailer;
 };
 

@@ -108,9 +108,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     po.analyzer.max_processes = 3;
     po.analyzer.max_comms_per_process = 2;
   }
-  logs::PodAnalysis pods(po, clock, &board, nullptr);
+  logs::PodAnalysis pods(po, clock, &board);
   logs::Tailer tailer(o, &pods, clock);
-  pods.set_tailer_counters(&tailer.counters());
   tailer.LoadState();
 
   Append(file, input.substr(0, cut));

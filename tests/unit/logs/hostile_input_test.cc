@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daemon/logs/pod_analysis.h"
+#include "daemon/logs/verdict_metrics.h"
 #include "lib/common/findings_board.h"
 #include "lib/common/utf8.h"
 #include "tests/support/fake_clock.h"
@@ -37,7 +38,7 @@ std::string Cri(const std::string& text) {
 struct Fed {
   common::FakeClock clock;
   common::FindingsBoard board{clock};
-  PodAnalysis pods{PodAnalysisOptions{}, clock, &board, nullptr};
+  PodAnalysis pods{PodAnalysisOptions{}, clock, &board};
 };
 
 // A source whose container directory exists (restores check it).
@@ -71,7 +72,8 @@ class RecordingSink final : public common::MetricSink {
 
 RecordingSink Scrape(PodAnalysis& pods) {
   RecordingSink sink;
-  EXPECT_TRUE(pods.Collect(std::chrono::steady_clock::now() + 1s, sink).ok());
+  EXPECT_TRUE(
+      logs::VerdictCollector(pods).Collect(std::chrono::steady_clock::now() + 1s, sink).ok());
   return sink;
 }
 

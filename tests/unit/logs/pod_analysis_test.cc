@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daemon/logs/checkpoint_codec.h"
+#include "daemon/logs/verdict_metrics.h"
 #include "lib/common/findings_board.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/subprocess.h"
@@ -53,7 +54,7 @@ std::vector<std::string> MixedCriLog(const std::string& fixture) {
 struct Fed {
   common::FakeClock clock;
   common::FindingsBoard board{clock};
-  PodAnalysis pods{PodAnalysisOptions{}, clock, &board, nullptr};
+  PodAnalysis pods{PodAnalysisOptions{}, clock, &board};
 };
 
 LogSource Source() {
@@ -234,7 +235,8 @@ class RecordingSink final : public common::MetricSink {
 
 RecordingSink Scrape(PodAnalysis& pods) {
   RecordingSink sink;
-  EXPECT_TRUE(pods.Collect(std::chrono::steady_clock::now() + 1s, sink).ok());
+  EXPECT_TRUE(
+      logs::VerdictCollector(pods).Collect(std::chrono::steady_clock::now() + 1s, sink).ok());
   return sink;
 }
 
@@ -308,7 +310,7 @@ TEST(PodAnalysisTest, PodContainersShareTheCapAndNetCommunicatorsComeFirst) {
   o.max_communicators_per_pod = 8;
   common::FakeClock clock;
   common::FindingsBoard board{clock};
-  PodAnalysis pods{o, clock, &board, nullptr};
+  PodAnalysis pods{o, clock, &board};
   LogSource a = Source();
   LogSource b = Source();
   b.container = "sidecar";

@@ -13,6 +13,7 @@
 
 #include "daemon/logs/checkpoint_codec.h"
 #include "daemon/logs/pod_analysis.h"
+#include "daemon/logs/verdict_metrics.h"
 #include "daemon/rpc/node_health_codec.h"
 #include "proto/codec/collective.h"
 #include "proto/codec/records.h"
