@@ -198,6 +198,9 @@ struct CommGroup {
   std::vector<int> ranks;           // sorted and without repeats once GatherFacts returns
   const ProcState* proc = nullptr;  // the first process (its host is the first host)
   bool several_hosts = false, several_procs = false;
+  // Some rank's line came without a prefix (ProcState::unattributed): its process and host are
+  // not known, so the group may hold several of either.
+  bool unattributed = false;
   bool net = false;  // a channel of some rank goes through a NET or COLLNET transport
   std::map<uint32_t, uint64_t> senders;  // channel -> bit per rank with an on-node ring edge
   Ev ev;
@@ -269,6 +272,7 @@ void AddToGroups(const ProcState& p, std::map<std::string, CommGroup>* groups) {
     CommGroup& g = (*groups)[!c->comm_id.empty() ? c->comm_id : "n" + std::to_string(c->nranks)];
     g.nranks = c->nranks;
     g.ranks.push_back(c->rank);
+    if (p.unattributed()) g.unattributed = true;
     if (g.proc == nullptr) {
       g.proc = &p;
     } else if (g.proc != &p) {
@@ -329,11 +333,14 @@ ScopeFacts GatherFacts(Scope* s) {
 }
 
 // Tier 0: every rank of the largest communicator in one process, which cannot span machines
-// (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE make such a job print nNodes 2 and use the NET).
+// (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE make such a job print nNodes 2 and use the NET). Lines
+// without a prefix are no one process.
 Proof ProveOneProcess(const ScopeFacts& f) {
   Proof one_process("one_process");
   for (const auto& [key, g] : f.groups) {
-    if (g.nranks == f.world && AllRanks(g) && !g.several_procs) Prove(&one_process, g.ev);
+    if (g.nranks == f.world && AllRanks(g) && !g.several_procs && !g.unattributed) {
+      Prove(&one_process, g.ev);
+    }
   }
   if (f.header_complete && f.header_hosts.size() == 1 && f.header_pids.size() == 1 &&
       *f.header_pids.begin() != 0) {
@@ -430,7 +437,8 @@ SingleProofs ProveSingle(const Scope& s, const ScopeFacts& f) {
   }
   for (const auto& [key, g] : f.groups) {
     if (g.nranks != world || world < 2) continue;
-    if (AllRanks(g) && !g.several_hosts) Prove(&p1.one_host, g.ev);
+    // Lines without a prefix name no host: they are not "one host".
+    if (AllRanks(g) && !g.several_hosts && !g.unattributed) Prove(&p1.one_host, g.ev);
     if (world <= 64 && !g.net) {
       const uint64_t all = world == 64 ? ~uint64_t{0} : (uint64_t{1} << world) - 1;
       for (const auto& [channel, bits] : g.senders) {

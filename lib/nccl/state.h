@@ -77,6 +77,8 @@ struct CommState {
 };
 
 struct ProcState {
+  // Empty for the records without a prefix (GetProc keeps them as one process per source), which
+  // may hold the lines of several processes on several hosts: see unattributed().
   std::string host;
   uint32_t pid = 0;
   uint32_t source = 0;
@@ -169,6 +171,9 @@ struct ProcState {
   Ev ev_peer;      // the first error naming a peer
   Ev ev_launcher;  // the first record with a launcher prefix
   Ev ev_timeout;   // the connect that timed out (remote_timeout)
+
+  // The process of a source's records without a prefix: not one process, and on no known host.
+  bool unattributed() const { return host.empty(); }
 };
 
 struct HeaderRank {

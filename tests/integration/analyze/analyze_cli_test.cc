@@ -87,6 +87,17 @@ TEST(AnalyzeCliTest, InputWithoutNcclOutputSaysSo) {
   EXPECT_EQ(FirstLine(one.out).rfind("NO NCCL OUTPUT", 0), std::string::npos) << one.out;
 }
 
+TEST(AnalyzeCliTest, LinesWithoutPrefixAreNcclOutput) {
+  // A pasted excerpt whose "host:pid:tid [dev]" prefixes are gone.
+  CmdResult r = Shell(
+      "printf '%s\\n' 'NCCL INFO NET/OFI Selected Provider is efa' "
+      "'NCCL INFO Using network AWS Libfabric' "
+      "'NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/AWS Libfabric/0/GDRDMA' | " +
+      Bin() + " analyze -");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(FirstLine(r.out), "OK: inter-node traffic on NET/OFI (efa), GDR on") << r.out;
+}
+
 TEST(AnalyzeCliTest, JsonOutput) {
   CmdResult r = Shell(Bin() + " analyze --format json " + Fixture("efa-ofi-tcp-provider-2.23.log"));
   EXPECT_EQ(r.code, 1);

@@ -225,6 +225,46 @@ TEST(AnalyzerTest, NoTcpFallbackForIbJobBootstrappingOverTcp) {
   EXPECT_EQ(r.summary.headline.rfind("OK:", 0), 0u) << r.summary.headline;
 }
 
+// Pasted excerpts and some log shippers cut the "host:pid:tid [dev]" prefix: the lines are one
+// unnamed process, and their net, provider and channels count as any process's.
+TEST(AnalyzerTest, ReadsLinesWithoutPrefixAsOneUnnamedProcess) {
+  Counters counters;
+  Report r = Analyze(
+      {
+          "NCCL INFO NET/OFI Selected Provider is efa",
+          "NCCL INFO Using network AWS Libfabric",
+          "NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/AWS Libfabric/0/GDRDMA",
+          "NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/AWS Libfabric/0/GDRDMA",
+      },
+      {}, &counters);
+  EXPECT_TRUE(r.HasNcclOutput());
+  EXPECT_EQ(counters.records, 4u);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].host, "");
+  EXPECT_EQ(r.processes[0].pid, 0u);
+  EXPECT_EQ(r.processes[0].network, "AWS Libfabric");
+  EXPECT_EQ(r.processes[0].ofi_provider, "efa");
+  const Verdict& v = r.summary.verdict;
+  EXPECT_EQ(v.family, NetFamily::kOFI);
+  EXPECT_EQ(v.transport, "NET/OFI");
+  EXPECT_EQ(v.gdr, Gdr::kOn);
+  EXPECT_EQ(r.summary.nodes_rule, "net_channels");
+  EXPECT_EQ(r.summary.headline.rfind("OK:", 0), 0u) << r.summary.headline;
+}
+
+TEST(AnalyzerTest, LinesWithoutPrefixOnASocketNetAreASuspectedFallback) {
+  Report r = Analyze({
+      "  NCCL INFO Using network Socket",
+      "NCCL WARN NET/Socket : peer 10.0.0.2<4> message truncated",
+  });
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].warnings, 1u);
+  const Finding* f = FindKind(r, kTcpFallback);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->suspected);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+}
+
 TEST(AnalyzerTest, DeliberateSocketIsAWarning) {
   auto lines = kTwoNodeSocket;
   lines.push_back("a:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.");

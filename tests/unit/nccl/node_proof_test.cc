@@ -126,6 +126,14 @@ const std::vector<Case>& Cases() {
        "proven_multi",
        "host_names",
        1},
+      // Lines without a prefix: one unnamed process, which is no one process and no one host.
+      {"prefixless_lines_are_not_one_process",
+       {"NCCL INFO Using network Socket",
+        "NCCL INFO comm 0xa rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+        "NCCL INFO comm 0xb rank 1 nranks 2 cudaDev 1 busId 2000 - Init COMPLETE"},
+       "unknown",
+       "",
+       0},
       // bootstrap_loopback.
       {"bootstrap_loopback",
        {kSocket, "h:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
