@@ -2,7 +2,9 @@
 // scope, findings and the summary. Runs at Snapshot() time only, never per line.
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <utility>
@@ -203,12 +205,37 @@ struct CommGroup {
   bool unattributed = false;
   bool net = false;  // a channel of some rank goes through a NET or COLLNET transport
   std::map<uint32_t, uint64_t> senders;  // channel -> bit per rank with an on-node ring edge
+  std::vector<uint16_t> links;           // CommState::local_links keys of every rank
   Ev ev;
 };
 
 bool AllRanks(const CommGroup& g) {
   return g.nranks > 0 && static_cast<int>(g.ranks.size()) == g.nranks && g.ranks.front() == 0 &&
          g.ranks.back() == g.nranks - 1;
+}
+
+// Whether the group's on-node edges join every rank 0..nranks-1 (2 to 64 ranks) into one set.
+// Each edge puts its two ranks on one node, so a joined set is one node whatever else the log
+// leaves out; ranks that every edge seen names but that only missing edges would join (rank 0's
+// and rank 2's lines of a four-rank ring: 0 -> 1 and 2 -> 3) prove nothing.
+bool LinksJoinAllRanks(const CommGroup& g) {
+  if (g.nranks < 2 || g.nranks > 64) return false;
+  std::array<int, 64> parent;
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](int i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (const uint16_t key : g.links) {
+    const int from = key >> 6, to = key & 63;
+    // An edge naming a rank the communicator does not have: not this communicator's edges.
+    if (from >= g.nranks || to >= g.nranks) return false;
+    parent[find(from)] = find(to);
+  }
+  for (int r = 1; r < g.nranks; ++r) {
+    if (find(r) != find(0)) return false;
+  }
+  return true;
 }
 
 // Addresses known to be one host's (the lists of one process) form a group; a peer address
@@ -286,6 +313,9 @@ void AddToGroups(const ProcState& p, std::map<std::string, CommGroup>* groups) {
     }
     for (const auto& [key, count] : c->ring_local) {
       if (count > 0) g.senders[key >> 6] |= uint64_t{1} << (key & 63);
+    }
+    for (const auto& [key, count] : c->local_links) {
+      if (count > 0) g.links.push_back(key);
     }
   }
 }
@@ -421,7 +451,7 @@ MultiProofs ProveMulti(const Scope& s, ScopeFacts* f) {
 }
 
 struct SingleProofs {
-  Proof nnodes_1{"nnodes_1"}, nranks_1{"nranks_1"}, rings{"on_node_rings"},
+  Proof nnodes_1{"nnodes_1"}, nranks_1{"nranks_1"}, rings{"on_node_rings"}, links{"on_node_links"},
       one_host{"all_ranks_one_host"}, loopback{"bootstrap_loopback"};
 };
 
@@ -444,6 +474,7 @@ SingleProofs ProveSingle(const Scope& s, const ScopeFacts& f) {
       for (const auto& [channel, bits] : g.senders) {
         if ((bits & all) == all) Prove(&p1.rings, g.ev);
       }
+      if (LinksJoinAllRanks(g)) Prove(&p1.links, g.ev);
     }
   }
   if (f.header_complete && f.header_hosts.size() == 1) Prove(&p1.one_host, f.header_ev);
@@ -510,7 +541,8 @@ void AnalyzeScope(Scope* s) {
       {NodeCount::kSingle, {&one_process}},
       {NodeCount::kMulti,
        {&m.nnodes, &m.local_ranks, &m.net, &m.addresses, &m.launcher, &m.timeout}},
-      {NodeCount::kSingle, {&p1.nnodes_1, &p1.nranks_1, &p1.rings, &p1.one_host, &p1.loopback}},
+      {NodeCount::kSingle,
+       {&p1.nnodes_1, &p1.nranks_1, &p1.rings, &p1.links, &p1.one_host, &p1.loopback}},
       {NodeCount::kMulti, {&host_names}},
   };
   for (const auto& [count, proofs] : tiers) {
