@@ -56,6 +56,8 @@ struct Derived {
   bool tcp = false;
   bool socket_channels = false;
   bool net_channels = false;
+  // `network` is Socket on the NET/Socket interface list alone (DiscountSocketListings).
+  bool socket_by_listing = false;
   int scope = 0;
 };
 
@@ -104,7 +106,9 @@ bool VersionInRange(const std::string& v, int minor_lo, int patch_lo, int minor_
   return at >= std::pair{minor_lo, patch_lo} && at <= std::pair{minor_hi, patch_hi};
 }
 
-Derived Derive(const State& st, const ProcState& p) {
+// `socket_listing_counts` false: the NET/Socket interface list alone is no Socket selection
+// (DiscountSocketListings).
+Derived Derive(const State& st, const ProcState& p, bool socket_listing_counts = true) {
   Derived d;
   d.p = &p;
   const SourceState& ss = *st.sources[p.source];
@@ -127,7 +131,8 @@ Derived Derive(const State& st, const ProcState& p) {
 
   // Which net carries NET traffic, strongest evidence first.
   // 2.4.2-2.4.7 print "NET/Socket : Using" even when IB/OFI moves the data (bootstrap).
-  bool socket_using_means_socket = p.socket_using && !VersionInRange(d.version, 4, 2, 4, 7);
+  bool socket_using_means_socket =
+      p.socket_using && socket_listing_counts && !VersionInRange(d.version, 4, 2, 4, 7);
   if (socket > 0 && socket == net) {
     d.network = "Socket";
   } else if (!p.channel_net.empty()) {
@@ -140,6 +145,7 @@ Derived Derive(const State& st, const ProcState& p) {
     d.network = "IB";
   } else if (socket_using_means_socket) {
     d.network = "Socket";
+    d.socket_by_listing = true;
   } else if (!p.weak_network.empty()) {
     d.network = p.weak_network;
   } else if (!p.weak_family.empty()) {
@@ -806,6 +812,30 @@ std::vector<Derived> DeriveAll(const State& st) {
   return derived;
 }
 
+// NCCL 2.4 prints the NET/Socket interface list in every process whatever net it then selects
+// (2.4.2-2.4.7 bootstrap over the Socket net), and an excerpt may keep a process's list and lose
+// its "NET/IB : Using" line. So where a process of the scope selects another net (IB, OFI ...)
+// and prints the list too, showing that this job's NCCL prints it whatever it selects, a list
+// alone is no Socket selection: those processes are derived again without it. A process that
+// shows IB failing ("NET/IB : No device found") or sockets asked for (NCCL_IB_DISABLE=1,
+// NCCL_NET=Socket) keeps it: there the list is the Socket net's.
+void DiscountSocketListings(const State& st, Scope* s) {
+  bool witness = false;
+  for (const Derived* d : s->procs) {
+    if (d->p->socket_using && !d->socket_by_listing && !d->family.empty() && !d->tcp) {
+      witness = true;
+    }
+  }
+  if (!witness) return;
+  for (Derived* d : s->procs) {
+    const ProcState& p = *d->p;
+    if (!d->socket_by_listing || p.ib_no_device || p.ev_ib_disable.set()) continue;
+    const int scope = d->scope;
+    *d = Derive(st, p, false);
+    d->scope = scope;
+  }
+}
+
 // One scope per source (--group-by-source) or one for everything; each decides its node count.
 std::map<int, Scope> BuildScopes(const State& st, std::vector<Derived>& derived) {
   std::map<int, Scope> scopes;
@@ -818,6 +848,7 @@ std::map<int, Scope> BuildScopes(const State& st, std::vector<Derived>& derived)
     scopes[key].sources.push_back(st.sources[i].get());
   }
   for (auto& [key, s] : scopes) {
+    DiscountSocketListings(st, &s);
     AnalyzeScope(&s);
     s.inter_node = ScopeInterNode(s);
   }
