@@ -129,8 +129,9 @@ void AddOwnAddr(ProcState* p, std::string_view iface, std::string_view addr) {
   AddUniqueString(&p->addrs, addr.substr(0, 64), kMaxAddrs);
 }
 
-// "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM", "Ring 00 : 1 -> 0 via P2P/IPC": counts the edge by
-// its channel and sending rank (both below 64) as a ring edge that stays on the node.
+// "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM", "Ring 00 : 1 -> 0 via P2P/IPC": counts the edge,
+// which stays on the node, by its channel and sending rank (ring_local) and by the ranks it joins
+// (local_links), for ranks and channels below 64.
 void AddLocalEdge(CommState* comm, std::string_view m) {
   std::string_view after_word, after_colon;
   if (!After(m, " ", &after_word) || !After(m, " : ", &after_colon)) return;
@@ -139,6 +140,12 @@ void AddLocalEdge(CommState* comm, std::string_view m) {
   if (channel < 0 || channel >= 64 || sender < 0 || sender >= 64) return;
   const uint32_t key = static_cast<uint32_t>(channel) << 6 | static_cast<uint32_t>(sender);
   internal::AddRingEdge(&comm->ring_local, key, 1);
+  std::string_view after_arrow;
+  if (!After(after_colon, " -> ", &after_arrow)) return;
+  const int receiver = ParseInt(after_arrow);
+  if (receiver < 0 || receiver >= 64) return;
+  internal::AddRingEdge(&comm->local_links,
+                        static_cast<uint32_t>(sender) << 6 | static_cast<uint32_t>(receiver), 1);
 }
 
 // "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IBext_v8/0/GDRDMA", "Ring 00 : 1 -> 0 via P2P/IPC".
@@ -227,6 +234,7 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr, const Ct
     p->lead.net_gdr_channels = p->pending.net_gdr_channels;
     p->lead.socket_channels = p->pending.socket_channels;
     p->lead.ring_local = p->pending.ring_local;
+    p->lead.local_links = p->pending.local_links;
   }
   if (!p->pending.transports.empty()) {
     comm->transports = std::move(p->pending.transports);
@@ -234,6 +242,7 @@ CommState* FindOrAddComm(State* st, ProcState* p, std::string_view ptr, const Ct
     comm->net_gdr_channels = p->pending.net_gdr_channels;
     comm->socket_channels = p->pending.socket_channels;
     comm->ring_local = std::move(p->pending.ring_local);
+    comm->local_links = std::move(p->pending.local_links);
     p->pending = CommState();
   }
   p->comms.push_back(std::move(comm));

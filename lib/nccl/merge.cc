@@ -77,6 +77,21 @@ void AddChannels(CommState* to, CommState&& from) {
   to->socket_channels += from.socket_channels;
   for (const auto& [key, count] : from.ring_local)
     internal::AddRingEdge(&to->ring_local, key, count);
+  for (const auto& [key, count] : from.local_links)
+    internal::AddRingEdge(&to->local_links, key, count);
+}
+
+// Takes back from the edge list `from` the counts of `what`; edges that drop to zero go.
+void SubtractEdges(std::vector<internal::RingEdge>* from,
+                   const std::vector<internal::RingEdge>& what) {
+  for (const auto& [key, count] : what) {
+    for (auto it = from->begin(); it != from->end(); ++it) {
+      if (it->key != key) continue;
+      it->count -= std::min(it->count, count);
+      if (it->count == 0) from->erase(it);
+      break;
+    }
+  }
 }
 
 // Takes back from `from` what AddChannels(from, what) added; transports that drop to zero go.
@@ -92,14 +107,8 @@ void SubtractChannels(CommState* from, const CommState& what) {
   from->net_channels -= std::min(from->net_channels, what.net_channels);
   from->net_gdr_channels -= std::min(from->net_gdr_channels, what.net_gdr_channels);
   from->socket_channels -= std::min(from->socket_channels, what.socket_channels);
-  for (const auto& [key, count] : what.ring_local) {
-    for (auto it = from->ring_local.begin(); it != from->ring_local.end(); ++it) {
-      if (it->key != key) continue;
-      it->count -= std::min(it->count, count);
-      if (it->count == 0) from->ring_local.erase(it);
-      break;
-    }
-  }
+  SubtractEdges(&from->ring_local, what.ring_local);
+  SubtractEdges(&from->local_links, what.local_links);
 }
 
 void FixAll(ProcState* p, const Fix& fix) {

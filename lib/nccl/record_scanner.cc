@@ -39,6 +39,14 @@ std::string_view RTrim(std::string_view s) {
   return s;
 }
 
+// True when line[0, end) holds nothing but blanks.
+bool OnlyBlanksBefore(std::string_view line, size_t end) {
+  for (size_t i = 0; i < end; ++i) {
+    if (!IsSpace(line[i])) return false;
+  }
+  return true;
+}
+
 // Parses digits ending right before `end` (exclusive), not before `floor`. Returns the index
 // of the first digit or npos.
 size_t DigitsBefore(std::string_view line, size_t end, size_t floor, uint32_t* value) {
@@ -96,6 +104,12 @@ size_t HostPrefix(std::string_view line, size_t end, size_t floor, Record* r) {
 // record (e.g. "grep 'NCCL INFO'" in a shell command).
 size_t ParsePrefix(std::string_view line, size_t marker, size_t floor, bool needs_location,
                    Record* r) {
+  if (floor == 0 && OnlyBlanksBefore(line, marker)) {
+    // The line begins at "NCCL INFO" / "NCCL WARN": the prefix is gone (a pasted excerpt, a log
+    // shipper that cut it). A record without a process, device or location.
+    r->dev = -1;
+    return marker;
+  }
   if (marker == 0 || marker <= floor || !IsSpace(line[marker - 1])) return std::string_view::npos;
   size_t end = marker - 1;  // the space before NCCL / INFO / WARN
   size_t lo = end > kMaxPrefixScan + floor ? end - kMaxPrefixScan : floor;

@@ -12,11 +12,13 @@ namespace efawatch::nccl {
 enum class Level { kInfo, kWarn, kTrace };
 
 // One `host:pid:tid [dev] NCCL INFO|WARN ...` record. All views point into the scanned line.
+// Pasted excerpts and some log shippers cut the prefix: a line that begins at `NCCL INFO` or
+// `NCCL WARN` (after blanks) is a record with no host, pid or device.
 struct Record {
   std::string_view host;      // empty when the prefix was trimmed away (some pasted logs)
   std::string_view proc_key;  // "host:pid", contiguous in the line; empty without a prefix
   uint32_t pid = 0;           // the thread id after it is checked, not kept (nothing needs it)
-  int dev = -1;
+  int dev = -1;               // -1 without a "[dev]" field
   Level level = Level::kInfo;
   bool legacy = false;        // NCCL <= 2.2: "INFO"/"WARN" without the NCCL token
   std::string_view location;  // WARN/TRACE: "file:line" or whatever a plugin passed

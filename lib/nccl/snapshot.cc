@@ -2,7 +2,9 @@
 // scope, findings and the summary. Runs at Snapshot() time only, never per line.
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <utility>
@@ -54,6 +56,8 @@ struct Derived {
   bool tcp = false;
   bool socket_channels = false;
   bool net_channels = false;
+  // `network` is Socket on the NET/Socket interface list alone (DiscountSocketListings).
+  bool socket_by_listing = false;
   int scope = 0;
 };
 
@@ -102,7 +106,9 @@ bool VersionInRange(const std::string& v, int minor_lo, int patch_lo, int minor_
   return at >= std::pair{minor_lo, patch_lo} && at <= std::pair{minor_hi, patch_hi};
 }
 
-Derived Derive(const State& st, const ProcState& p) {
+// `socket_listing_counts` false: the NET/Socket interface list alone is no Socket selection
+// (DiscountSocketListings).
+Derived Derive(const State& st, const ProcState& p, bool socket_listing_counts = true) {
   Derived d;
   d.p = &p;
   const SourceState& ss = *st.sources[p.source];
@@ -125,7 +131,8 @@ Derived Derive(const State& st, const ProcState& p) {
 
   // Which net carries NET traffic, strongest evidence first.
   // 2.4.2-2.4.7 print "NET/Socket : Using" even when IB/OFI moves the data (bootstrap).
-  bool socket_using_means_socket = p.socket_using && !VersionInRange(d.version, 4, 2, 4, 7);
+  bool socket_using_means_socket =
+      p.socket_using && socket_listing_counts && !VersionInRange(d.version, 4, 2, 4, 7);
   if (socket > 0 && socket == net) {
     d.network = "Socket";
   } else if (!p.channel_net.empty()) {
@@ -138,6 +145,7 @@ Derived Derive(const State& st, const ProcState& p) {
     d.network = "IB";
   } else if (socket_using_means_socket) {
     d.network = "Socket";
+    d.socket_by_listing = true;
   } else if (!p.weak_network.empty()) {
     d.network = p.weak_network;
   } else if (!p.weak_family.empty()) {
@@ -198,14 +206,42 @@ struct CommGroup {
   std::vector<int> ranks;           // sorted and without repeats once GatherFacts returns
   const ProcState* proc = nullptr;  // the first process (its host is the first host)
   bool several_hosts = false, several_procs = false;
+  // Some rank's line came without a prefix (ProcState::unattributed): its process and host are
+  // not known, so the group may hold several of either.
+  bool unattributed = false;
   bool net = false;  // a channel of some rank goes through a NET or COLLNET transport
   std::map<uint32_t, uint64_t> senders;  // channel -> bit per rank with an on-node ring edge
+  std::vector<uint16_t> links;           // CommState::local_links keys of every rank
   Ev ev;
 };
 
 bool AllRanks(const CommGroup& g) {
   return g.nranks > 0 && static_cast<int>(g.ranks.size()) == g.nranks && g.ranks.front() == 0 &&
          g.ranks.back() == g.nranks - 1;
+}
+
+// Whether the group's on-node edges join every rank 0..nranks-1 (2 to 64 ranks) into one set.
+// Each edge puts its two ranks on one node, so a joined set is one node whatever else the log
+// leaves out; ranks that every edge seen names but that only missing edges would join (rank 0's
+// and rank 2's lines of a four-rank ring: 0 -> 1 and 2 -> 3) prove nothing.
+bool LinksJoinAllRanks(const CommGroup& g) {
+  if (g.nranks < 2 || g.nranks > 64) return false;
+  std::array<int, 64> parent;
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](int i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (const uint16_t key : g.links) {
+    const int from = key >> 6, to = key & 63;
+    // An edge naming a rank the communicator does not have: not this communicator's edges.
+    if (from >= g.nranks || to >= g.nranks) return false;
+    parent[find(from)] = find(to);
+  }
+  for (int r = 1; r < g.nranks; ++r) {
+    if (find(r) != find(0)) return false;
+  }
+  return true;
 }
 
 // Addresses known to be one host's (the lists of one process) form a group; a peer address
@@ -269,6 +305,7 @@ void AddToGroups(const ProcState& p, std::map<std::string, CommGroup>* groups) {
     CommGroup& g = (*groups)[!c->comm_id.empty() ? c->comm_id : "n" + std::to_string(c->nranks)];
     g.nranks = c->nranks;
     g.ranks.push_back(c->rank);
+    if (p.unattributed()) g.unattributed = true;
     if (g.proc == nullptr) {
       g.proc = &p;
     } else if (g.proc != &p) {
@@ -282,6 +319,9 @@ void AddToGroups(const ProcState& p, std::map<std::string, CommGroup>* groups) {
     }
     for (const auto& [key, count] : c->ring_local) {
       if (count > 0) g.senders[key >> 6] |= uint64_t{1} << (key & 63);
+    }
+    for (const auto& [key, count] : c->local_links) {
+      if (count > 0) g.links.push_back(key);
     }
   }
 }
@@ -329,11 +369,14 @@ ScopeFacts GatherFacts(Scope* s) {
 }
 
 // Tier 0: every rank of the largest communicator in one process, which cannot span machines
-// (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE make such a job print nNodes 2 and use the NET).
+// (NCCL_P2P_DISABLE and NCCL_SHM_DISABLE make such a job print nNodes 2 and use the NET). Lines
+// without a prefix are no one process.
 Proof ProveOneProcess(const ScopeFacts& f) {
   Proof one_process("one_process");
   for (const auto& [key, g] : f.groups) {
-    if (g.nranks == f.world && AllRanks(g) && !g.several_procs) Prove(&one_process, g.ev);
+    if (g.nranks == f.world && AllRanks(g) && !g.several_procs && !g.unattributed) {
+      Prove(&one_process, g.ev);
+    }
   }
   if (f.header_complete && f.header_hosts.size() == 1 && f.header_pids.size() == 1 &&
       *f.header_pids.begin() != 0) {
@@ -414,7 +457,7 @@ MultiProofs ProveMulti(const Scope& s, ScopeFacts* f) {
 }
 
 struct SingleProofs {
-  Proof nnodes_1{"nnodes_1"}, nranks_1{"nranks_1"}, rings{"on_node_rings"},
+  Proof nnodes_1{"nnodes_1"}, nranks_1{"nranks_1"}, rings{"on_node_rings"}, links{"on_node_links"},
       one_host{"all_ranks_one_host"}, loopback{"bootstrap_loopback"};
 };
 
@@ -430,12 +473,14 @@ SingleProofs ProveSingle(const Scope& s, const ScopeFacts& f) {
   }
   for (const auto& [key, g] : f.groups) {
     if (g.nranks != world || world < 2) continue;
-    if (AllRanks(g) && !g.several_hosts) Prove(&p1.one_host, g.ev);
+    // Lines without a prefix name no host: they are not "one host".
+    if (AllRanks(g) && !g.several_hosts && !g.unattributed) Prove(&p1.one_host, g.ev);
     if (world <= 64 && !g.net) {
       const uint64_t all = world == 64 ? ~uint64_t{0} : (uint64_t{1} << world) - 1;
       for (const auto& [channel, bits] : g.senders) {
         if ((bits & all) == all) Prove(&p1.rings, g.ev);
       }
+      if (LinksJoinAllRanks(g)) Prove(&p1.links, g.ev);
     }
   }
   if (f.header_complete && f.header_hosts.size() == 1) Prove(&p1.one_host, f.header_ev);
@@ -502,7 +547,8 @@ void AnalyzeScope(Scope* s) {
       {NodeCount::kSingle, {&one_process}},
       {NodeCount::kMulti,
        {&m.nnodes, &m.local_ranks, &m.net, &m.addresses, &m.launcher, &m.timeout}},
-      {NodeCount::kSingle, {&p1.nnodes_1, &p1.nranks_1, &p1.rings, &p1.one_host, &p1.loopback}},
+      {NodeCount::kSingle,
+       {&p1.nnodes_1, &p1.nranks_1, &p1.rings, &p1.links, &p1.one_host, &p1.loopback}},
       {NodeCount::kMulti, {&host_names}},
   };
   for (const auto& [count, proofs] : tiers) {
@@ -766,6 +812,30 @@ std::vector<Derived> DeriveAll(const State& st) {
   return derived;
 }
 
+// NCCL 2.4 prints the NET/Socket interface list in every process whatever net it then selects
+// (2.4.2-2.4.7 bootstrap over the Socket net), and an excerpt may keep a process's list and lose
+// its "NET/IB : Using" line. So where a process of the scope selects another net (IB, OFI ...)
+// and prints the list too, showing that this job's NCCL prints it whatever it selects, a list
+// alone is no Socket selection: those processes are derived again without it. A process that
+// shows IB failing ("NET/IB : No device found") or sockets asked for (NCCL_IB_DISABLE=1,
+// NCCL_NET=Socket) keeps it: there the list is the Socket net's.
+void DiscountSocketListings(const State& st, Scope* s) {
+  bool witness = false;
+  for (const Derived* d : s->procs) {
+    if (d->p->socket_using && !d->socket_by_listing && !d->family.empty() && !d->tcp) {
+      witness = true;
+    }
+  }
+  if (!witness) return;
+  for (Derived* d : s->procs) {
+    const ProcState& p = *d->p;
+    if (!d->socket_by_listing || p.ib_no_device || p.ev_ib_disable.set()) continue;
+    const int scope = d->scope;
+    *d = Derive(st, p, false);
+    d->scope = scope;
+  }
+}
+
 // One scope per source (--group-by-source) or one for everything; each decides its node count.
 std::map<int, Scope> BuildScopes(const State& st, std::vector<Derived>& derived) {
   std::map<int, Scope> scopes;
@@ -778,6 +848,7 @@ std::map<int, Scope> BuildScopes(const State& st, std::vector<Derived>& derived)
     scopes[key].sources.push_back(st.sources[i].get());
   }
   for (auto& [key, s] : scopes) {
+    DiscountSocketListings(st, &s);
     AnalyzeScope(&s);
     s.inter_node = ScopeInterNode(s);
   }

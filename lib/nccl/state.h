@@ -43,8 +43,9 @@ struct Tally {
   Ev first;
 };
 
-// One on-node ring edge, counted: key = channel << 6 | sending rank (both below 64). Four bytes,
-// since a large job holds tens of thousands of communicators with dozens of edges each; the count
+// One on-node edge, counted: key = channel << 6 | sending rank in CommState::ring_local,
+// sending rank << 6 | receiving rank in CommState::local_links (all below 64). Four bytes, since a
+// large job holds tens of thousands of communicators with dozens of edges each; the count
 // saturates at 65535.
 struct RingEdge {
   uint16_t key = 0;
@@ -72,11 +73,17 @@ struct CommState {
   // below 64: a channel whose senders cover every rank of the communicator is a ring that never
   // leaves the node. Counted (not flagged) so Merge can take back what `lead` gave.
   std::vector<RingEdge> ring_local;  // sorted by key
-  LineRef ev;                        // the line that created this communicator
-  LineRef ev_nodes;                  // the first line with nNodes or localRanks
+  // The same P2P/SHM edges (ring and tree) by the pair of ranks they join, sending rank << 6 |
+  // receiving rank: ranks that such edges join into one set are on one node. Counted like
+  // ring_local, for the same reason.
+  std::vector<RingEdge> local_links;  // sorted by key
+  LineRef ev;                         // the line that created this communicator
+  LineRef ev_nodes;                   // the first line with nNodes or localRanks
 };
 
 struct ProcState {
+  // Empty for the records without a prefix (GetProc keeps them as one process per source), which
+  // may hold the lines of several processes on several hosts: see unattributed().
   std::string host;
   uint32_t pid = 0;
   uint32_t source = 0;
@@ -169,6 +176,9 @@ struct ProcState {
   Ev ev_peer;      // the first error naming a peer
   Ev ev_launcher;  // the first record with a launcher prefix
   Ev ev_timeout;   // the connect that timed out (remote_timeout)
+
+  // The process of a source's records without a prefix: not one process, and on no known host.
+  bool unattributed() const { return host.empty(); }
 };
 
 struct HeaderRank {
@@ -228,9 +238,10 @@ struct State {
   std::string json_text;
 };
 
-// Adds `n` to `key`'s count in a ring-edge list (CommState::ring_local) kept sorted by key, so a
-// channel line costs a binary search, not a scan of up to 256 edges; a new key past `cap` is
-// dropped (the same keys survive as with an unsorted list: the first `cap` distinct ones).
+// Adds `n` to `key`'s count in an edge list (CommState::ring_local, local_links) kept sorted by
+// key, so a channel line costs a binary search, not a scan of up to 256 edges; a new key past
+// `cap` is dropped (the same keys survive as with an unsorted list: the first `cap` distinct
+// ones).
 inline void AddRingEdge(std::vector<RingEdge>* edges, uint32_t key, uint32_t n, size_t cap = 256) {
   auto it = std::lower_bound(edges->begin(), edges->end(), key,
                              [](const RingEdge& e, uint32_t k) { return e.key < k; });

@@ -87,6 +87,33 @@ TEST(AnalyzeCliTest, InputWithoutNcclOutputSaysSo) {
   EXPECT_EQ(FirstLine(one.out).rfind("NO NCCL OUTPUT", 0), std::string::npos) << one.out;
 }
 
+TEST(AnalyzeCliTest, LinesWithoutPrefixAreNcclOutput) {
+  // A pasted excerpt whose "host:pid:tid [dev]" prefixes are gone.
+  CmdResult r = Shell(
+      "printf '%s\\n' 'NCCL INFO NET/OFI Selected Provider is efa' "
+      "'NCCL INFO Using network AWS Libfabric' "
+      "'NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/AWS Libfabric/0/GDRDMA' | " +
+      Bin() + " analyze -");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(FirstLine(r.out), "OK: inter-node traffic on NET/OFI (efa), GDR on") << r.out;
+}
+
+TEST(AnalyzeCliTest, SocketNetOfACommunicatorWhoseEdgesStayOnTheNodeIsNoFallback) {
+  // Ranks 0-2 joined by P2P/SHM edges, no NET channel: one node (rule on_node_links).
+  CmdResult r = Shell(
+      "printf '%s\\n' 'h:1:1 [0] NCCL INFO Using network Socket' "
+      "'h:1:2 [0] NCCL INFO comm 0xa rank 0 nranks 3 cudaDev 0 commId 0x7 - Init START' "
+      "'h:2:2 [1] NCCL INFO comm 0xb rank 1 nranks 3 cudaDev 1 commId 0x7 - Init START' "
+      "'h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC' "
+      "'h:2:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[2] via SHM/direct/direct' | " +
+      Bin() + " analyze --format json -");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["summary"]["tcp_fallback"], false);
+  EXPECT_EQ(j["summary"]["nodes_evidence"], "proven_single");
+  EXPECT_EQ(j["summary"]["nodes_proof"]["rule"], "on_node_links");
+}
+
 TEST(AnalyzeCliTest, JsonOutput) {
   CmdResult r = Shell(Bin() + " analyze --format json " + Fixture("efa-ofi-tcp-provider-2.23.log"));
   EXPECT_EQ(r.code, 1);

@@ -225,6 +225,116 @@ TEST(AnalyzerTest, NoTcpFallbackForIbJobBootstrappingOverTcp) {
   EXPECT_EQ(r.summary.headline.rfind("OK:", 0), 0u) << r.summary.headline;
 }
 
+// Pasted excerpts and some log shippers cut the "host:pid:tid [dev]" prefix: the lines are one
+// unnamed process, and their net, provider and channels count as any process's.
+TEST(AnalyzerTest, ReadsLinesWithoutPrefixAsOneUnnamedProcess) {
+  Counters counters;
+  Report r = Analyze(
+      {
+          "NCCL INFO NET/OFI Selected Provider is efa",
+          "NCCL INFO Using network AWS Libfabric",
+          "NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/AWS Libfabric/0/GDRDMA",
+          "NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/AWS Libfabric/0/GDRDMA",
+      },
+      {}, &counters);
+  EXPECT_TRUE(r.HasNcclOutput());
+  EXPECT_EQ(counters.records, 4u);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].host, "");
+  EXPECT_EQ(r.processes[0].pid, 0u);
+  EXPECT_EQ(r.processes[0].network, "AWS Libfabric");
+  EXPECT_EQ(r.processes[0].ofi_provider, "efa");
+  const Verdict& v = r.summary.verdict;
+  EXPECT_EQ(v.family, NetFamily::kOFI);
+  EXPECT_EQ(v.transport, "NET/OFI");
+  EXPECT_EQ(v.gdr, Gdr::kOn);
+  EXPECT_EQ(r.summary.nodes_rule, "net_channels");
+  EXPECT_EQ(r.summary.headline.rfind("OK:", 0), 0u) << r.summary.headline;
+}
+
+TEST(AnalyzerTest, LinesWithoutPrefixOnASocketNetAreASuspectedFallback) {
+  Report r = Analyze({
+      "  NCCL INFO Using network Socket",
+      "NCCL WARN NET/Socket : peer 10.0.0.2<4> message truncated",
+  });
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].warnings, 1u);
+  const Finding* f = FindKind(r, kTcpFallback);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->suspected);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+}
+
+// NCCL 2.4 prints the NET/Socket interface list in every process before "NET/IB : Using": a
+// process whose IB line the excerpt lost is no Socket net where another process of the job
+// shows the list next to its IB selection.
+const std::vector<std::string> kIbJobOneIbLineLost = {
+    "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>",
+    "a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+    "b:2:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>",
+    "a:1:3 [0] NCCL INFO Ring 00 : 1 -> 0 [receive] via NET/IB/0",
+};
+
+TEST(AnalyzerTest, SocketListAloneIsNoSocketNetWhereTheJobSelectsIb) {
+  Report r = Analyze(kIbJobOneIbLineLost);
+  EXPECT_EQ(FindKind(r, kTcpFallback), nullptr);
+  EXPECT_FALSE(r.summary.verdict.tcp_fallback);
+  EXPECT_EQ(r.summary.verdict.transport, "NET/IB");
+  const Process* b = FindProc(r, "b", 2);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->network_family, "");
+  EXPECT_EQ(r.summary.verdict.nodes_evidence, NodesEvidence::kProvenMulti);
+}
+
+TEST(AnalyzerTest, SocketListStaysASocketNetWithoutAWitnessOrWithIbFailing) {
+  // The IB process prints no list: nothing shows that this NCCL prints it whatever it selects.
+  std::vector<std::string> no_witness = kIbJobOneIbLineLost;
+  no_witness.erase(no_witness.begin());
+  Report r = Analyze(no_witness);
+  const Finding* f = FindKind(r, kTcpFallback);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->host, "b");
+  EXPECT_EQ(f->severity, Severity::kCritical);
+
+  // IB failed on b: its list is the Socket net's.
+  std::vector<std::string> ib_failed = kIbJobOneIbLineLost;
+  ib_failed.insert(ib_failed.begin() + 2, "b:2:2 [0] NCCL INFO NET/IB : No device found.");
+  r = Analyze(ib_failed);
+  f = FindKind(r, kTcpFallback);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->host, "b");
+
+  // b asked for sockets.
+  std::vector<std::string> asked = kIbJobOneIbLineLost;
+  asked.push_back("b:2:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.");
+  r = Analyze(asked);
+  f = FindKind(r, kTcpFallback);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->host, "b");
+  EXPECT_TRUE(f->by_configuration);
+
+  // "Using network Socket" is a selection whatever the other processes print.
+  std::vector<std::string> selected = kIbJobOneIbLineLost;
+  selected.push_back("b:2:2 [0] NCCL INFO Using network Socket");
+  r = Analyze(selected);
+  ASSERT_NE(FindKind(r, kTcpFallback), nullptr);
+}
+
+TEST(AnalyzerTest, SocketListIsJudgedPerSourceWhenGroupedBySource) {
+  AnalyzerOptions o;
+  o.group_by_source = true;
+  Analyzer a(o);
+  a.Feed("node-a.log", 1, kIbJobOneIbLineLost[0]);
+  a.Feed("node-a.log", 2, kIbJobOneIbLineLost[1]);
+  a.Feed("node-b.log", 1, kIbJobOneIbLineLost[2]);
+  Report r = a.Snapshot();
+  // node-b.log alone shows nothing but the list: a suspected Socket net, as before.
+  const Finding* f = FindKind(r, kTcpFallback);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->host, "b");
+  EXPECT_TRUE(f->suspected);
+}
+
 TEST(AnalyzerTest, DeliberateSocketIsAWarning) {
   auto lines = kTwoNodeSocket;
   lines.push_back("a:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.");

@@ -46,6 +46,41 @@ TEST(RecordScannerTest, ParsesWarnWithCxxSignatureAndNoHost) {
   EXPECT_EQ(bare[0].location, "tcpxResult_t tcpxCommProgress(tcpxComm*):1231");
 }
 
+TEST(RecordScannerTest, ReadsRecordsWhosePrefixIsGone) {
+  const std::string_view line =
+      "NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/AWS Libfabric/0/GDRDMA";
+  auto r = Scan(line);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].host.empty());
+  EXPECT_TRUE(r[0].proc_key.empty());
+  EXPECT_EQ(r[0].pid, 0u);
+  EXPECT_EQ(r[0].dev, -1);
+  EXPECT_EQ(r[0].level, Level::kInfo);
+  EXPECT_EQ(r[0].message, "Channel 00/0 : 0[0] -> 1[1] [send] via NET/AWS Libfabric/0/GDRDMA");
+  EXPECT_EQ(r[0].full, line);
+
+  auto indented = Scan("  NCCL INFO NET/OFI Selected Provider is efa ");
+  ASSERT_EQ(indented.size(), 1u);
+  EXPECT_EQ(indented[0].message, "NET/OFI Selected Provider is efa");
+  EXPECT_EQ(indented[0].full, "NCCL INFO NET/OFI Selected Provider is efa");
+
+  auto warn = Scan("NCCL WARN NET/Socket : peer 10.0.0.2<4> message truncated");
+  ASSERT_EQ(warn.size(), 1u);
+  EXPECT_EQ(warn[0].level, Level::kWarn);
+  EXPECT_TRUE(warn[0].location.empty());
+  EXPECT_EQ(warn[0].message, "NET/Socket : peer 10.0.0.2<4> message truncated");
+
+  // A prefixed record after it on the same line (a terminal copy) ends it.
+  auto two = Scan("NCCL INFO Using network Socket h:1:2 [0] NCCL INFO Using network IB");
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].message, "Using network Socket");
+  EXPECT_EQ(two[1].host, "h");
+
+  // Only at the start of a line: elsewhere the words are text about NCCL.
+  EXPECT_TRUE(Scan("see the NCCL INFO lines below").empty());
+  EXPECT_TRUE(Scan("NCCL INFOS").empty());
+}
+
 TEST(RecordScannerTest, ParsesWarnWithTimestampAndFunction) {
   auto r = Scan(
       "[2025-10-16 22:16:08] ip-172-31-3-90:1929:1937 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN "
