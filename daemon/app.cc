@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/agent/collective_schedule.h"
 #include "daemon/agent/coordination.h"
 #include "daemon/agent/operations.h"
 #include "daemon/agent/probe_runner.h"
@@ -188,12 +189,14 @@ absl::Status App::Start() {
   CreateDoctor();  // before the gRPC edge, which hands RunDoctor to it
   if (auto st = CreateGrpc(); !st.ok()) return st;
   if (auto st = CreateMesh(endpoint); !st.ok()) return st;
+  if (auto st = CreateCollectiveSchedule(); !st.ok()) return st;
   CreateWorkloads();
   CreateSignals();
   if (auto st = CreateMetrics(); !st.ok()) return st;
   // Background work starts once both edges are bound: a bad configuration exits before any.
   efa_->Start();
   if (mesh_) mesh_->Start();
+  if (collective_schedule_) collective_schedule_->Start();
   if (workloads_) workloads_->Start();
   if (signals_) signals_->Start();
   doctor_->Start();
@@ -420,6 +423,7 @@ absl::Status App::CreateMetrics() {
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
   if (collective_collector_) collectors.push_back(collective_collector_.get());
   if (mesh_collector_) collectors.push_back(mesh_collector_.get());
+  if (collective_schedule_) collectors.push_back(collective_schedule_.get());
   if (workloads_) collectors.push_back(workloads_.get());
   if (signals_) collectors.push_back(signals_.get());
   collectors.push_back(doctor_.get());
@@ -502,6 +506,65 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
   spdlog::info("mesh: {} discovery, fan-out {}, every {} ms, {} pings per peer",
                config_.mesh_discovery, config_.mesh_fanout, config_.mesh_interval.count(),
                config_.mesh_count);
+  return absl::OkStatus();
+}
+
+absl::Status App::CreateCollectiveSchedule() {
+  if (config_.collective_probe_interval.count() == 0) return absl::OkStatus();
+  const collective::CollectiveLimits limits{};
+  auto peers = agent::ParseProbePeers(config_.collective_probe_peers);
+  if (!peers.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--collective-probe-peers=", config_.collective_probe_peers, ": ",
+                     std::string(peers.status().message())));
+  }
+  auto request = agent::ProbeRequest(
+      config_.collective_probe_sizes, config_.collective_probe_op, config_.collective_probe_backend,
+      config_.collective_probe_iters, config_.collective_probe_deadline, limits);
+  if (!request.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--collective-probe-sizes/-op/-backend: ",
+                                                   std::string(request.status().message())));
+  }
+  agent::CollectiveScheduleOptions o;
+  o.interval = config_.collective_probe_interval;
+  o.request = *std::move(request);
+  // This agent is rank 0 and dials itself: as its peers would (--pod-ip), else on the address
+  // gRPC listens on (loopback when it listens on every address).
+  std::string host = config_.pod_ip;
+  if (host.empty()) {
+    const auto colon = config_.grpc_listen.rfind(':');
+    host = config_.grpc_listen.substr(0, colon);
+    if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+    if (host == "[::]") host = "[::1]";
+  } else if (host.find(':') != std::string::npos) {
+    host = absl::StrCat("[", host, "]");
+  }
+  o.self_agent = absl::StrCat(host, ":", grpc_->port());
+  agent::CollectiveSchedule::PeersFn peer_list;
+  if (peers->from_mesh > 0) {
+    // The first N reachable peers (by node name) of those the mesh already pings: each node's
+    // mesh peers differ (consistent hashing), so the fleet's probes spread over it.
+    peer_list = [this, n = peers->from_mesh] {
+      std::vector<std::string> out;
+      if (!mesh_) return out;
+      for (const mesh::PeerState& p : mesh_->Snapshot().peers) {
+        if (out.size() == n) break;
+        if (p.up) out.push_back(p.agent);
+      }
+      return out;
+    };
+  } else {
+    peer_list = [list = peers->agents] { return list; };
+  }
+  schedule_waiter_ = std::make_unique<agent::ClockWaiter>(clock_);
+  auto created = agent::CollectiveSchedule::Create(std::move(o), limits, std::move(peer_list),
+                                                   agent::CoordinationRunner(*coordination_),
+                                                   clock_, *schedule_waiter_);
+  if (!created.ok()) return created.status();
+  collective_schedule_ = *std::move(created);
+  spdlog::info("collective probe: {} {} backend every {} ms (jittered) with {}",
+               config_.collective_probe_op, config_.collective_probe_backend,
+               config_.collective_probe_interval.count(), config_.collective_probe_peers);
   return absl::OkStatus();
 }
 
@@ -626,6 +689,8 @@ void App::CreateDoctor() {
 void App::Stop() {
   // No certificate reload from here on: the watcher calls into the metrics edge.
   certs_.reset();
+  // The scheduled probe stops waiting for its run at once; the run itself is cancelled next.
+  if (collective_schedule_) collective_schedule_->Stop();
   // A coordination in flight is cancelled first: its RunCollective call then finishes at once.
   if (coordination_) coordination_->Stop();
   // A collective in progress is aborted first: its StartCollective call then finishes at once.

@@ -41,6 +41,8 @@ class MeshCollector;
 namespace agent {
 class ProbeRunner;
 class Coordination;
+class CollectiveSchedule;
+class ClockWaiter;
 class TargetPolicy;
 class Operations;
 }  // namespace agent
@@ -119,6 +121,8 @@ class App final {
   // The pods' NCCL problems and the node's conditions now, for Events and NodeConditions.
   signals::Observation ObserveSignals() const;
   void CreateDoctor();
+  // Builds the scheduled collective probe with --collective-probe-interval-ms (not started).
+  absl::Status CreateCollectiveSchedule();
 
   const Config config_;
   const common::Clock& clock_;
@@ -144,6 +148,9 @@ class App final {
   std::unique_ptr<agent::TargetPolicy> targets_;
   std::unique_ptr<agent::ProbeRunner> probes_;
   std::unique_ptr<agent::Coordination> coordination_;
+  std::unique_ptr<agent::ClockWaiter> schedule_waiter_;
+  // Null unless --collective-probe-interval-ms; runs through coordination_.
+  std::unique_ptr<agent::CollectiveSchedule> collective_schedule_;
   std::unique_ptr<collective::Participant> collective_;
   std::unique_ptr<collective::CollectiveCollector> collective_collector_;
   std::unique_ptr<mesh::Mesh> mesh_;

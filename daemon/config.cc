@@ -504,6 +504,41 @@ const std::vector<Option>& Options() {
       {"grpc-peer-server-name", false,
        "Name peer agents' TLS certificates carry, when they are dialled by IP address.",
        String(&Config::grpc_peer_server_name)},
+      {"collective-probe-interval-ms", false,
+       "Time between this agent's scheduled collective probes across itself and "
+       "--collective-probe-peers (jittered by 10%, the first at a random point of the first "
+       "interval); 0: off. Each run takes the fabric (and, with the nccl backend, the GPUs) "
+       "from training for its duration (docs/collectives.md).",
+       Millis(&Config::collective_probe_interval, "collective-probe-interval-ms", 0, 86400000)},
+      {"collective-probe-peers", false,
+       "Agents the scheduled collective probe runs with, besides this one: comma-separated "
+       "host:port of their gRPC edges, or mesh:N for the first N reachable peers of this agent's "
+       "fleet ping mesh (1 to 8).",
+       String(&Config::collective_probe_peers)},
+      {"collective-probe-sizes", false,
+       "Sizes of the scheduled collective probe, as `efawatch collective --sizes`: at most 8, host "
+       "backend up to 64M (default 1M,16M,64M).",
+       String(&Config::collective_probe_sizes)},
+      {"collective-probe-op", false,
+       "Collective of the scheduled probe: all_reduce (default), all_gather, reduce_scatter (nccl: "
+       "also broadcast).",
+       String(&Config::collective_probe_op)},
+      {"collective-probe-backend", false,
+       "Backend of the scheduled collective probe: host (default; libfabric, host memory) or nccl.",
+       [](Config& c, const std::string& v) -> absl::Status {
+         if (v != "host" && v != "nccl") {
+           return Bad("collective-probe-backend", v, "must be host or nccl");
+         }
+         c.collective_probe_backend = v;
+         return absl::OkStatus();
+       }},
+      {"collective-probe-iters", false,
+       "Timed iterations per size of the scheduled probe, after one warm-up (default 5).",
+       Unsigned(&Config::collective_probe_iters, "collective-probe-iters", 1, 100)},
+      {"collective-probe-deadline-ms", false,
+       "Deadline of one scheduled collective probe run (a run past it fails and is aborted on "
+       "every participant); less than the interval (default 60000).",
+       Millis(&Config::collective_probe_deadline, "collective-probe-deadline-ms", 1000, 600000)},
       {"net-interface-prefixes", false,
        "Ethernet interfaces (name prefixes) whose bytes the EFA fallback check compares.",
        [](Config& c, const std::string& v) -> absl::Status {
@@ -681,6 +716,26 @@ absl::Status Validate(Config& c) {
   }
   if (c.mesh_discovery == "dns" && c.mesh_dns_name.empty()) {
     return Bad("mesh-discovery", c.mesh_discovery, "needs --mesh-dns-name");
+  }
+  if (c.collective_probe_interval.count() > 0) {
+    const std::string interval = std::to_string(c.collective_probe_interval.count());
+    if (c.collective_probe_peers.empty()) {
+      return Bad("collective-probe-interval-ms", interval, "needs --collective-probe-peers");
+    }
+    if (unix_socket) {
+      return Bad("collective-probe-interval-ms", interval,
+                 "needs gRPC on the network (--grpc-listen host:port): the probe dials this "
+                 "agent as its first participant");
+    }
+    if (c.collective_probe_deadline >= c.collective_probe_interval) {
+      return Bad("collective-probe-deadline-ms",
+                 std::to_string(c.collective_probe_deadline.count()),
+                 "must be less than --collective-probe-interval-ms");
+    }
+    if (c.collective_probe_peers.starts_with("mesh:") && c.mesh_discovery == "off") {
+      return Bad("collective-probe-peers", c.collective_probe_peers,
+                 "needs the fleet ping mesh (--mesh-discovery)");
+    }
   }
   return absl::OkStatus();
 }

@@ -120,6 +120,15 @@ struct Config {
   std::chrono::milliseconds mesh_message_timeout{500};
   std::string pod_ip;                 // this agent's address as peers dial it (downward API)
   std::string grpc_peer_server_name;  // certificate name expected of peer agents
+  // The scheduled collective probe (daemon/agent/collective_schedule); 0: off. Sizes, op and
+  // backend are checked against the collective limits when the agent builds the schedule.
+  std::chrono::milliseconds collective_probe_interval{0};
+  std::string collective_probe_peers;  // host:port,... or mesh:N
+  std::string collective_probe_sizes = "1M,16M,64M";
+  std::string collective_probe_op = "all_reduce";
+  std::string collective_probe_backend = "host";
+  unsigned collective_probe_iters = 5;
+  std::chrono::milliseconds collective_probe_deadline{60000};
 };
 
 /// What parsing asks the caller to do: run, or print something and exit 0.

@@ -849,6 +849,34 @@ def node():
                                        node="peer_node")]},
         mappings={"Value": UP_DOWN},
     )
+    b.row("Scheduled collective probe (--collective-probe-interval-ms; none when off)")
+    b.stat("Latest run", f"max(efawatch_collective_probe_success{{{NODE_SEL}}})", BAD_IF_NONE,
+           description="1: the latest run that was not skipped completed; 0: it failed.")
+    b.stat("Since the last completed run",
+           f"time() - max(efawatch_collective_probe_last_success_timestamp_seconds{{{NODE_SEL}}})",
+           NEUTRAL, unit="s")
+    b.stat("Latest run took", f"max(efawatch_collective_probe_duration_seconds{{{NODE_SEL}}})",
+           NEUTRAL, unit="s")
+    b.timeseries(
+        "Bus bandwidth per size (latest completed run)",
+        [(f"max by (size) (efawatch_collective_probe_busbw_bytes_per_second{{{NODE_SEL}}})",
+          "{{size}} B")],
+        unit="Bps",
+        description="nccl-tests' busbw of the probe's collective across this node and its "
+        "probe peers, per message size in bytes.",
+    )
+    b.timeseries(
+        "Runs by result (1h), failures in a row",
+        [
+            (f"sum by (result) (increase(efawatch_collective_probe_runs_total{{{NODE_SEL}}}[1h]))",
+             "{{result}}"),
+            (f"max(efawatch_collective_probe_consecutive_failures{{{NODE_SEL}}})",
+             "failures in a row"),
+        ],
+        w=24,
+        description="skipped_busy: a collective slot here or at a peer was taken (not a "
+        "failure); EfawatchCollectiveProbeFailing fires at two failures in a row.",
+    )
     b.row("Agent")
     b.timeseries(
         "Agent memory",

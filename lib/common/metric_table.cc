@@ -77,6 +77,41 @@ std::vector<MetricDef> BuildTable() {
        T::kGauge,
        "1 while a collective started on this node runs (its data moves), else 0.",
        {}},
+      // The scheduled collective probe (daemon/agent/collective_schedule), on agents with
+      // --collective-probe-interval-ms: one series each, busbw one per configured size (at most 8).
+      {M::kCollectiveProbeRunsTotal.name(),
+       T::kCounter,
+       "Scheduled collective probe runs this agent coordinated, by result: ok; failed (the "
+       "collective did not complete: a dead or unreachable peer, the deadline, wrong data); "
+       "skipped_busy (a collective slot here or at a peer was taken: not a failure); "
+       "skipped_no_peers (mesh:N peers and no reachable mesh peer yet).",
+       {"result"}},
+      {M::kCollectiveProbeSuccess.name(),
+       T::kGauge,
+       "1 when the latest scheduled collective probe run that was not skipped completed, 0 when "
+       "it failed. Absent until a run ended.",
+       {}},
+      {M::kCollectiveProbeDurationSeconds.name(),
+       T::kGauge,
+       "Time the latest scheduled collective probe run that was not skipped took, joins and "
+       "aborts included.",
+       {}},
+      {M::kCollectiveProbeConsecutiveFailures.name(),
+       T::kGauge,
+       "Scheduled collective probe runs that failed since the latest one that completed "
+       "(skipped runs leave it as it is).",
+       {}},
+      {M::kCollectiveProbeLastSuccessTimestampSeconds.name(),
+       T::kGauge,
+       "Unix time at which the latest scheduled collective probe run that completed ended. "
+       "Absent until one did.",
+       {}},
+      {M::kCollectiveProbeBusbwBytesPerSecond.name(),
+       T::kGauge,
+       "Bus bandwidth (nccl-tests' busbw, in bytes a second) of the latest scheduled collective "
+       "probe run that completed, per configured message size in bytes "
+       "(--collective-probe-sizes).",
+       {"size"}},
       {M::kRpcWatchStreams.name(),
        T::kGauge,
        "WatchFindings streams open (at most --max-watch-streams).",

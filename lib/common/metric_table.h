@@ -117,6 +117,16 @@ struct M {
   static constexpr Metric kRpcRefusedTotal{"efawatch_rpc_refused_total"};
   static constexpr Metric kCollectiveInProgress{"efawatch_collective_in_progress"};
   static constexpr Metric kCollectiveRunning{"efawatch_collective_running"};
+  static constexpr Metric kCollectiveProbeRunsTotal{"efawatch_collective_probe_runs_total"};
+  static constexpr Metric kCollectiveProbeSuccess{"efawatch_collective_probe_success"};
+  static constexpr Metric kCollectiveProbeDurationSeconds{
+      "efawatch_collective_probe_duration_seconds"};
+  static constexpr Metric kCollectiveProbeConsecutiveFailures{
+      "efawatch_collective_probe_consecutive_failures"};
+  static constexpr Metric kCollectiveProbeLastSuccessTimestampSeconds{
+      "efawatch_collective_probe_last_success_timestamp_seconds"};
+  static constexpr Metric kCollectiveProbeBusbwBytesPerSecond{
+      "efawatch_collective_probe_busbw_bytes_per_second"};
   static constexpr Metric kNcclBusbwBytesPerSecond{"efawatch_nccl_busbw_bytes_per_second"};
   static constexpr Metric kNcclExecSecondsTotal{"efawatch_nccl_exec_seconds_total"};
   static constexpr Metric kNcclInspectorRecordsTotal{"efawatch_nccl_inspector_records_total"};

@@ -89,6 +89,28 @@ TEST(ConfigTest, FleetFlags) {
   EXPECT_FALSE(Parse({"--workload-interval-ms=10"}).ok());
 }
 
+TEST(ConfigTest, CollectiveProbeIsOffByDefaultAndChecked) {
+  auto d = Parse({});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->collective_probe_interval.count(), 0);
+  EXPECT_EQ(d->collective_probe_backend, "host");
+  auto c = Parse({"--collective-probe-interval-ms=900000",
+                  "--collective-probe-peers=10.0.0.2:9478,10.0.0.3:9478"},
+                 {{"EFAWATCH_COLLECTIVE_PROBE_SIZES", "1M,4M"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->collective_probe_interval, std::chrono::minutes(15));
+  EXPECT_EQ(c->collective_probe_sizes, "1M,4M");
+  auto no_peers = Parse({"--collective-probe-interval-ms=900000"});
+  ASSERT_FALSE(no_peers.ok());
+  EXPECT_THAT(no_peers.status().message(), HasSubstr("needs --collective-probe-peers"));
+  EXPECT_FALSE(Parse({"--collective-probe-interval-ms=30000", "--collective-probe-peers=a:1",
+                      "--collective-probe-deadline-ms=30000"})
+                   .ok());
+  EXPECT_FALSE(Parse({"--collective-probe-interval-ms=900000", "--collective-probe-peers=mesh:2"})
+                   .ok());  // no mesh
+  EXPECT_FALSE(Parse({"--collective-probe-backend=gloo"}).ok());
+}
+
 struct BadCase {
   std::vector<std::string> args;
   std::map<std::string, std::string> env;
