@@ -19,20 +19,14 @@
 namespace efawatch::nccl {
 
 using internal::After;
-using internal::CommState;
-using internal::Consume;
 using internal::Contains;
-using internal::Ev;
 using internal::FindIn;
 using internal::IsDigitChar;
 using internal::ParseInt;
 using internal::ProcState;
 using internal::SourceState;
-using internal::Split;
 using internal::StartsWith;
 using internal::State;
-using internal::Tally;
-using internal::Trim;
 
 namespace {
 

@@ -18,12 +18,9 @@ namespace efawatch::nccl {
 
 using internal::CommState;
 using internal::Derived;
-using internal::Ev;
 using internal::ProcState;
 using internal::Scope;
-using internal::SourceState;
 using internal::State;
-using internal::Tally;
 
 bool Report::Has(const std::string& kind) const {
   for (const Finding& f : findings) {

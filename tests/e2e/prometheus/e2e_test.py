@@ -533,6 +533,12 @@ def main():
                 "--mesh-interval-ms=2000",
                 "--mesh-count=5",
                 "--mesh-message-timeout-ms=500",
+                # The scheduled collective probe with b, quicker, so its panels have data.
+                "--collective-probe-interval-ms=3000",
+                f"--collective-probe-peers=127.0.0.1:{peer_grpc}",
+                "--collective-probe-sizes=64K",
+                "--collective-probe-iters=1",
+                "--collective-probe-deadline-ms=2500",
             ] + workload_flags)
         procs.append(agent)
         log(f"efawatchd a: metrics {metrics_port}, gRPC {grpc_port}; b: metrics {peer_metrics}")

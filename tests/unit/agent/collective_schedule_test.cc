@@ -63,7 +63,7 @@ class FakeWaiter final : public Waiter {
   int waits_ = 0;
 };
 
-collective::Result ResultWithBusbw(std::vector<double> gbps) {
+collective::Result ResultWithBusbw(const std::vector<double>& gbps) {
   collective::Result r;
   for (double g : gbps) r.rows.push_back({.busbw_gbps = g});
   return r;
