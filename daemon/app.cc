@@ -31,6 +31,7 @@
 #include "daemon/tls/cert_watcher.h"
 #include "daemon/workloads/workloads.h"
 #include "efawatch/version.h"
+#include "lib/common/collector_group.h"
 #include "lib/common/findings_collector.h"
 #include "lib/common/instance_types.h"
 #include "lib/common/process_collector.h"
@@ -239,6 +240,10 @@ void App::CreateLogs() {
   verdict_collector_ = std::make_unique<logs::VerdictCollector>(*pods_);
   tailer_ = std::make_unique<logs::Tailer>(TailerOptionsFrom(config_), pods_.get(), clock_);
   tailer_collector_ = std::make_unique<logs::TailerCollector>(tailer_->counters());
+  // One collector to operators, as before the split: efawatch_collector_success{"nccl_logs"}.
+  logs_collector_ = std::make_unique<common::CollectorGroup>(
+      "nccl_logs",
+      std::vector<common::Collector*>{verdict_collector_.get(), tailer_collector_.get()});
 }
 
 void App::CreateEfa() {
@@ -417,8 +422,7 @@ absl::Status App::CreateMetrics() {
   mopts.start_time = start_time_;
   mopts.collector_budget = config_.collector_budget;
   std::vector<common::Collector*> collectors = {process_collector_.get(), efa_.get(),
-                                                verdict_collector_.get(), tailer_collector_.get(),
-                                                findings_collector_.get()};
+                                                logs_collector_.get(), findings_collector_.get()};
   collectors.push_back(inspector_.get());
   if (fabric_collector_) collectors.push_back(fabric_collector_.get());
   if (collective_collector_) collectors.push_back(collective_collector_.get());

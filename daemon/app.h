@@ -73,6 +73,7 @@ class InspectorCollector;
 }  // namespace inspector
 namespace common {
 class ProcessCollector;
+class CollectorGroup;
 class FindingsCollector;
 }  // namespace common
 
@@ -136,6 +137,7 @@ class App final {
   std::unique_ptr<logs::VerdictCollector> verdict_collector_;  // Reads pods_.
   std::unique_ptr<logs::Tailer> tailer_;
   std::unique_ptr<logs::TailerCollector> tailer_collector_;  // Reads tailer_'s counters.
+  std::unique_ptr<common::CollectorGroup> logs_collector_;   // The two above, as one.
   // The NCCL Inspector's files, followed by a tailer of their own (daemon/inspector).
   std::unique_ptr<inspector::InspectorCollector> inspector_;
   std::unique_ptr<logs::Tailer> inspector_tailer_;

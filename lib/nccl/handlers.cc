@@ -398,34 +398,55 @@ void HandleNetSocket(ProcState* p, std::string_view m, const Ctx& c) {
 }
 
 // Messages starting with 'N': the version, echoed settings, and the nets' own lines.
+void HandleVersion(ProcState* p, std::string_view m, const Ctx&) {
+  std::string_view tok = m, v, cuda;
+  Consume(&tok, "NCCL version ");
+  tok = tok.substr(0, std::min<size_t>(tok.find(' '), 64));
+  SplitVersion(tok, &v, &cuda);
+  Set(&p->version, v);
+  Set(&p->cuda, cuda);
+}
+
+void HandleOfiInfo(ProcState* p, std::string_view m, const Ctx& c) { HandleOfi(p, m, c, false); }
+
+// NCCL 2.3: one line per socket interface; the first one carries the bootstrap.
+void HandleNetInterface(ProcState* p, std::string_view m, const Ctx& c) {
+  std::string_view iface = m;
+  Consume(&iface, "NET : Using interface ");
+  for (const auto& item : internal::ParseIfList(iface, 1)) AddOwnAddr(p, item.iface, item.addr);
+  HandleBootstrap(p, iface, c);
+}
+
+void HandleNoPlugin(ProcState* p, std::string_view, const Ctx& c) {
+  p->plugin_not_found = true;
+  SetEv(&p->ev_plugin, c);
+}
+
+void HandleIbNoDevice(ProcState* p, std::string_view, const Ctx&) { p->ib_no_device = true; }
+
+// A message prefix and its handler: the first rule whose prefix starts the message takes it.
+struct Rule {
+  std::string_view prefix;
+  void (*handle)(ProcState* p, std::string_view m, const Ctx& c);
+};
+
+// The 'N' subsystem: NCCL's version, echoed settings, and the nets' own lines, in the order
+// they are tried (a longer prefix before a shorter one it starts with).
+constexpr Rule kNRules[] = {
+    {"NCCL version ", HandleVersion},
+    {"NCCL_", HandleEnvEcho},
+    {"NET/OFI ", HandleOfiInfo},
+    {"NET/Plugin", HandlePlugin},
+    {"NET/IB", HandleNetIb},
+    {"NET/Socket : Using", HandleNetSocket},
+    {"NET : Using interface ", HandleNetInterface},
+    {"No network plugin found", HandleNoPlugin},
+    {"Net/IB: call to devices() returned 0", HandleIbNoDevice},
+};
+
 void HandleN(ProcState* p, std::string_view m, const Ctx& c) {
-  if (std::string_view tok = m; Consume(&tok, "NCCL version ")) {
-    std::string_view v, cuda;
-    tok = tok.substr(0, std::min<size_t>(tok.find(' '), 64));
-    SplitVersion(tok, &v, &cuda);
-    Set(&p->version, v);
-    Set(&p->cuda, cuda);
-  } else if (StartsWith(m, "NCCL_")) {
-    HandleEnvEcho(p, m, c);
-  } else if (StartsWith(m, "NET/OFI ")) {
-    HandleOfi(p, m, c, false);
-  } else if (StartsWith(m, "NET/Plugin")) {
-    HandlePlugin(p, m, c);
-  } else if (StartsWith(m, "NET/IB")) {
-    HandleNetIb(p, m, c);
-  } else if (StartsWith(m, "NET/Socket : Using")) {
-    HandleNetSocket(p, m, c);
-  } else if (std::string_view iface = m; Consume(&iface, "NET : Using interface ")) {
-    // NCCL 2.3: one line per socket interface; the first one carries the bootstrap.
-    for (const auto& item : internal::ParseIfList(iface, 1)) {
-      AddOwnAddr(p, item.iface, item.addr);
-    }
-    HandleBootstrap(p, iface, c);
-  } else if (StartsWith(m, "No network plugin found")) {
-    p->plugin_not_found = true;
-    SetEv(&p->ev_plugin, c);
-  } else if (StartsWith(m, "Net/IB: call to devices() returned 0")) {
-    p->ib_no_device = true;
+  for (const Rule& r : kNRules) {
+    if (StartsWith(m, r.prefix)) return r.handle(p, m, c);
   }
 }
 
