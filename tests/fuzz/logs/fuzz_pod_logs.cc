@@ -18,6 +18,8 @@
 #include "daemon/export/family_sink.h"
 #include "daemon/logs/pod_analysis.h"
 #include "daemon/logs/tailer.h"
+#include "daemon/logs/tailer_collector.h"
+#include "daemon/logs/verdict_metrics.h"
 #include "efawatch/v1/agent.pb.h"
 #include "lib/common/findings_board.h"
 #include "lib/common/utf8.h"
@@ -55,7 +57,7 @@ void CheckProto(const logs::PodAnalysis& pods, const common::FindingsBoard& boar
     p->set_namespace_(v.source.namespace_name);
     p->set_pod(v.source.pod);
     p->set_container(v.source.container);
-    codec::ToProto(v.nccl, p);
+    codec::ToProto(v.nccl, p->mutable_nccl());
   }
   for (const auto& f : *board.Snapshot()) codec::ToProto(f, h.add_findings());
   std::string wire;
@@ -110,6 +112,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   logs::PodAnalysis pods(po, clock, &board);
   logs::Tailer tailer(o, &pods, clock);
+  logs::VerdictCollector verdicts(pods);
+  logs::TailerCollector tailer_metrics(tailer.counters());
   tailer.LoadState();
 
   Append(file, input.substr(0, cut));
@@ -118,7 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (tailer.PollOnce()) {
   }
 
-  const std::string scrape = exporter::RenderCollectors({&pods}, {});
+  const std::string scrape = exporter::RenderCollectors({&verdicts, &tailer_metrics}, {});
   Check(common::IsValidUtf8(scrape));
   CheckProto(pods, board);
   const std::string saved = pods.Checkpoint();
@@ -126,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(pods.CheckpointValid(saved));
   {
     common::FindingsBoard board2(clock);
-    logs::PodAnalysis restored(po, clock, &board2, nullptr);
+    logs::PodAnalysis restored(po, clock, &board2);
     restored.Restore(saved);
     restored.OnPassComplete();
     Check(restored.Verdicts().size() == pods.Verdicts().size());
