@@ -81,24 +81,6 @@ def write_pod_logs(root, node):
         (d / "0.log").write_text(e2e.cri((FIXTURES / fixture).read_text().splitlines()))
 
 
-def write_prometheus_config(path, rules, ports):
-    targets = "\n".join(
-        f'      - targets: ["127.0.0.1:{port}"]\n        labels: {{node: {node}, cluster: {CLUSTER}}}'
-        for node, port in ports.items())
-    path.write_text(f"""global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-rule_files:
-  - {rules}
-scrape_configs:
-  - job_name: efawatch
-    honor_labels: true
-    static_configs:
-{targets}
-""")
-
-
 def alerts(prom, state="firing"):
     return [a for a in prom.get("/api/v1/alerts")["alerts"] if a["state"] == state]
 
@@ -134,7 +116,7 @@ def main():
         rules = tmp / "rules.yml"
         e2e.write_rules(rules)
         config = tmp / "prometheus.yml"
-        write_prometheus_config(config, rules, ports)
+        e2e.write_prometheus_config(config, rules, ports)
         prom_proc, prom = e2e.start_prometheus(tmp, config)
         procs.append(prom_proc)
         deadline = time.monotonic() + e2e.DEADLINE_S

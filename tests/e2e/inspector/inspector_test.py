@@ -67,22 +67,6 @@ def writer(files, stop):
         stop.wait(0.25)
 
 
-def write_prometheus_config(path, rules, port):
-    path.write_text(f"""global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-rule_files:
-  - {rules}
-scrape_configs:
-  - job_name: efawatch
-    honor_labels: true
-    static_configs:
-      - targets: ["127.0.0.1:{port}"]
-        labels: {{node: {NODE}, cluster: {CLUSTER}}}
-""")
-
-
 def main():
     e2e.require_tools("prometheus")
     import tempfile
@@ -103,7 +87,7 @@ def main():
         rules = tmp / "rules.yml"
         e2e.write_rules(rules)
         config = tmp / "prometheus.yml"
-        write_prometheus_config(config, rules, metrics_port)
+        e2e.write_prometheus_config(config, rules, {NODE: metrics_port})
         prom_proc, prom = e2e.start_prometheus(tmp, config)
         procs.append(prom_proc)
         deadline = time.monotonic() + e2e.DEADLINE_S

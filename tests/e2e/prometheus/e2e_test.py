@@ -159,11 +159,14 @@ def write_rules(path):
     path.write_text(short)
 
 
-def write_prometheus_config(path, rules, agent_port, peer_port, dead_port):
-    # Same relabeling idea as deploy/prometheus/prometheus.yml (node and cluster are target
-    # labels), with static targets instead of Kubernetes discovery.
-    path.write_text(
-        f"""global:
+def write_prometheus_config(path, rules, targets):
+    """A Prometheus scraping `targets` ({node: metrics port} on 127.0.0.1) every second. Same
+    relabeling idea as deploy/prometheus/prometheus.yml (node and cluster are target labels),
+    with static targets instead of Kubernetes discovery. Shared by the e2e tests."""
+    static = "\n".join(
+        f'      - targets: ["127.0.0.1:{port}"]\n        labels: {{node: {node}, cluster: {CLUSTER}}}'
+        for node, port in targets.items())
+    path.write_text(f"""global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
@@ -173,14 +176,8 @@ scrape_configs:
   - job_name: efawatch
     honor_labels: true
     static_configs:
-      - targets: ["127.0.0.1:{agent_port}"]
-        labels: {{node: {NODE}, cluster: {CLUSTER}}}
-      - targets: ["127.0.0.1:{peer_port}"]
-        labels: {{node: {PEER_NODE}, cluster: {CLUSTER}}}
-      - targets: ["127.0.0.1:{dead_port}"]
-        labels: {{node: {DEAD_NODE}, cluster: {CLUSTER}}}
-"""
-    )
+{static}
+""")
 
 
 class Prom:
@@ -545,7 +542,8 @@ def main():
         rules = tmp / "rules.yml"
         write_rules(rules)
         config = tmp / "prometheus.yml"
-        write_prometheus_config(config, rules, metrics_port, peer_metrics, dead_port)
+        write_prometheus_config(
+            config, rules, {NODE: metrics_port, PEER_NODE: peer_metrics, DEAD_NODE: dead_port})
         prom_proc, prom = start_prometheus(tmp, config)
         procs.append(prom_proc)
         deadline = time.monotonic() + DEADLINE_S
