@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "lib/inspector/record.h"
+#include "lib/nccl/labels.h"
 #include "nlohmann/json.hpp"
 
 namespace efawatch::inspector {
@@ -37,15 +38,12 @@ int Int(const Json& j, const char* name) {
   return d < 0 || d > 1e9 ? -1 : static_cast<int>(d);
 }
 
-// Comm ids are hex strings ("0x7f8c496ae9f661"), at most 64 bits; lower case, as NCCL's commId
-// is printed. "" for anything else.
+// Comm ids are NCCL's commId ("0x7f8c496ae9f661"), lower case as NCCL prints it in its log, so
+// the two meet on one label value; "" for anything the log side would not join on either
+// (nccl::CommIdLabelOk).
 std::string NormalizeCommId(std::string id) {
-  if (id.size() < 3 || id.size() > 18 || !id.starts_with("0x")) return {};
-  for (size_t i = 2; i < id.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(id[i]);
-    if (std::isxdigit(c) == 0) return {};
-    id[i] = static_cast<char>(std::tolower(c));
-  }
+  if (!nccl::CommIdLabelOk(id)) return {};
+  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return id;
 }
 
