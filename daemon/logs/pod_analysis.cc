@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <unordered_map>
 
 #include "daemon/logs/checkpoint_codec.h"
-#include "daemon/logs/json_shape.h"
 #include "lib/common/utf8.h"
 #include "lib/nccl/block_scanner.h"
 #include "spdlog/spdlog.h"
