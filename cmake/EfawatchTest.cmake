@@ -2,7 +2,7 @@
 # Builds a GoogleTest binary and registers it as one ctest entry with a label and a timeout, so a
 # hang fails the run instead of stalling CI.
 function(efawatch_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "PRIVATE_SHM" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 60)
   endif()
@@ -11,7 +11,13 @@ function(efawatch_add_test)
   efawatch_module(${T_NAME} DIR tests)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
-  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  # PRIVATE_SHM: tests that open libfabric's shm provider get a /dev/shm of their own.
+  if(T_PRIVATE_SHM)
+    add_test(NAME ${T_NAME}
+      COMMAND ${CMAKE_SOURCE_DIR}/tests/support/private-shm.sh $<TARGET_FILE:${T_NAME}>)
+  else()
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  endif()
   # tests_<label> builds every test of a label, e.g. the ASan run builds tests_unit only.
   foreach(label ${T_LABELS})
     if(NOT TARGET tests_${label})

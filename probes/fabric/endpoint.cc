@@ -5,6 +5,8 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -74,6 +76,21 @@ const char* WaitName(fi_wait_obj w) {
   }
 }
 
+// libfabric's shm provider refuses to list itself unless /dev/shm has room for one region per
+// online CPU (about 16 MiB each in 1.17), and says so only at FI_LOG_LEVEL=warn; a pod's default
+// 64 MiB /dev/shm on a many-core node never has it. The failure names the cause instead.
+std::string ShmSpaceNote() {
+  struct statvfs st {};
+  if (::statvfs("/dev/shm", &st) != 0) return " (no /dev/shm)";
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  constexpr uint64_t kRegionMiB = 16;
+  const uint64_t free_mib = static_cast<uint64_t>(st.f_bavail) * st.f_frsize >> 20;
+  const uint64_t wanted_mib = kRegionMiB * static_cast<uint64_t>(cpus > 0 ? cpus : 1);
+  if (free_mib >= wanted_mib) return "";
+  return absl::StrCat(" (/dev/shm has ", free_mib, " MiB free; shm wants about ", kRegionMiB,
+                      " MiB per online CPU, ", wanted_mib, " MiB here)");
+}
+
 }  // namespace
 
 uint32_t NegotiatedApiVersion() {
@@ -121,8 +138,9 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions
     }
     InfoPtr list(raw);
     if (ret != 0) {
-      tried.push_back(
-          absl::StrCat(provider, ": ", std::string(FiStatus("fi_getinfo", ret).message())));
+      tried.push_back(absl::StrCat(provider, ": ",
+                                   std::string(FiStatus("fi_getinfo", ret).message()),
+                                   provider == "shm" ? ShmSpaceNote() : ""));
       continue;
     }
     std::vector<std::string> domains;

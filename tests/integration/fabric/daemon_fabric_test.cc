@@ -257,7 +257,8 @@ TEST(DaemonFabricProvidersTest, PingAndBandwidthOverSocketsAndShm) {
     req.set_count(50);
     v1::PingResponse resp;
     grpc::Status st = Ping(a, req, &resp);
-    ASSERT_TRUE(st.ok()) << st.error_message();
+    // The agent's log says why a provider did not open (e.g. /dev/shm too small for shm).
+    ASSERT_TRUE(st.ok()) << st.error_message() << "\n" << a.proc().Stderr();
     EXPECT_EQ(resp.received(), 50u) << resp.last_error();
     EXPECT_THAT(resp.local().provider(), HasSubstr(provider));
     v1::BandwidthRequest breq;
