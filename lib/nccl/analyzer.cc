@@ -170,8 +170,12 @@ void HandleOther(State* st, SourceState* ss, std::string_view line, const Ctx& c
     HandleTestsHeader(ss, line, c);
     return;
   }
-  if (StartsWith(line, "libfabric:")) {
-    uint32_t pid = static_cast<uint32_t>(std::max(0, ParseInt(line.substr(10))));
+  // libfabric's own log lines ("libfabric:<pid>:<time>:<prov>:...") begin the line unless a
+  // wrapper CleanLine does not know (a compose service name, a syslog header) comes first.
+  std::string_view fabric_line;
+  if (After(line, "libfabric:", &fabric_line) && !fabric_line.empty() &&
+      IsDigitChar(fabric_line[0])) {
+    uint32_t pid = static_cast<uint32_t>(std::max(0, ParseInt(fabric_line)));
     if (Contains(line, "FI_HMEM capability requires RDMA")) {
       if (ss->libfabric_warn_pids.size() < 256) ss->libfabric_warn_pids.emplace_back(pid, "hmem");
       SetEv(&ss->ev_hmem, c);
@@ -200,6 +204,7 @@ void HandleOther(State* st, SourceState* ss, std::string_view line, const Ctx& c
 // its address, and prints no "ip=" for workers on the driver's node; pdsh and similar put
 // "<host>: " before the record. Empty when the line shows neither.
 std::string LauncherLocation(std::string_view ray_prefix, std::string_view before_record) {
+  if (ray_prefix.empty()) ray_prefix = RayPrefixBefore(before_record);
   if (!ray_prefix.empty()) {
     std::string_view v;
     if (!After(ray_prefix, "ip=", &v)) return "ray-driver-node";

@@ -10,6 +10,7 @@
 #endif
 
 #include "lib/nccl/text_util.h"
+#include "lib/nccl/unwrap.h"
 
 namespace efawatch::nccl {
 namespace {
@@ -91,6 +92,15 @@ size_t HostPrefix(std::string_view line, size_t end, size_t floor, Record* r) {
     char c = line[h - 1];
     if (IsSpace(c) || c == ':' || c == '|') break;
     --h;
+  }
+  // A log viewer's timestamp glued to the host ("...16:39:51.208-07:00ip-10-1-2-3:79:79"): the
+  // scan stopped at the time's last ':'. CleanLine strips such a time only at the line's start,
+  // so behind another wrapper it reaches here; the host begins where the time ends.
+  if (h > floor && line[h - 1] == ':') {
+    size_t token = h - 1;
+    while (token > floor && !IsSpace(line[token - 1]) && line[token - 1] != '|') --token;
+    const size_t time_end = token + TimestampLength(line.substr(token, host_end - token));
+    if (time_end >= token + 16 && time_end > h && time_end < host_end) h = time_end;
   }
   if (h == host_end) return std::string_view::npos;
   r->host = line.substr(h, host_end - h);

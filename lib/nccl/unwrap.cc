@@ -314,6 +314,8 @@ std::string_view CleanLine(std::string_view line, std::string* scratch, bool may
         ++i;
       } else if (size_t b = BoxCharAt(line, i); b != 0) {
         i += b;
+      } else if (line.substr(i).starts_with("\xEF\xBB\xBF")) {
+        i += 3;  // a byte-order mark (a file saved by a Windows editor): else part of the host
       } else {
         break;
       }
@@ -336,6 +338,17 @@ std::string_view CleanLine(std::string_view line, std::string* scratch, bool may
     line.remove_prefix(n);
   }
   return line;
+}
+
+std::string_view RayPrefixBefore(std::string_view before_record) {
+  while (!before_record.empty() && (before_record.back() == ' ' || before_record.back() == '\t')) {
+    before_record.remove_suffix(1);
+  }
+  if (before_record.empty() || before_record.back() != ')') return {};
+  const size_t open = before_record.rfind('(');
+  if (open == std::string_view::npos) return {};
+  const std::string_view prefix = before_record.substr(open);
+  return RayPrefixLength(prefix) == prefix.size() ? prefix : std::string_view();
 }
 
 bool IsRayMarkerLine(std::string_view line) {

@@ -71,6 +71,11 @@ inline bool IsCleanAsIs(std::string_view line) {
 std::string_view CleanLine(std::string_view line, std::string* scratch, bool may_hold_ansi = true,
                            RayWrapping* ray = nullptr);
 
+// Ray's "(RayTrainWorker pid=1, ip=...)" when it ends `before_record` (the text of a line before
+// its first record) behind a wrapper CleanLine does not strip (a compose service name, a syslog
+// header, kubectl's --prefix); empty otherwise.
+std::string_view RayPrefixBefore(std::string_view before_record);
+
 // True for the marker lines Ray writes into a worker's .out/.err file when the worker starts a
 // task or actor (":task_name:train_fn", ":actor_name:RayTrainWorker", ":job_id:01000000"); the
 // log monitor reads them to name the prefix and never forwards them.

@@ -1,6 +1,7 @@
 // Runs every real log of the shared corpus (../shared/nccl-logs, never copied into the
-// repository) and checks the labels of MANIFEST.tsv, plain and re-wrapped as CRI and docker
-// json-file records. Skips when the corpus is absent.
+// repository) and checks the labels of MANIFEST.tsv, plain, re-wrapped as CRI and docker
+// json-file records, and inside the envelopes of testing::AllWraps(). Skips when the corpus is
+// absent.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -159,17 +160,16 @@ TEST_P(NcclCorpusTest, MatchesManifestLabels) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Wraps, NcclCorpusTest,
-                         ::testing::Values(Wrap::kPlain, Wrap::kCri, Wrap::kDockerJson),
+INSTANTIATE_TEST_SUITE_P(Wraps, NcclCorpusTest, ::testing::ValuesIn([] {
+                           std::vector<Wrap> wraps;
+                           for (const auto& w : testing::AllWraps()) wraps.push_back(w.first);
+                           return wraps;
+                         }()),
                          [](const ::testing::TestParamInfo<Wrap>& param_info) {
-                           switch (param_info.param) {
-                             case Wrap::kCri:
-                               return std::string("Cri");
-                             case Wrap::kDockerJson:
-                               return std::string("DockerJson");
-                             default:
-                               return std::string("Plain");
+                           for (const auto& [wrap, name] : testing::AllWraps()) {
+                             if (wrap == param_info.param) return std::string(name);
                            }
+                           return std::string("Unknown");
                          });
 
 }  // namespace

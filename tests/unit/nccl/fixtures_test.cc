@@ -70,5 +70,14 @@ TEST(NcclFixturesTest, DockerJsonWrappedMatchesExpected) {
   for (const auto& row : Expected()) CheckRow(row, Wrap::kDockerJson);
 }
 
+// What consoles, launchers and shippers put around a line (timestamps, pod and service names,
+// MPI tags, a syslog header, a byte-order mark) changes no verdict.
+TEST(NcclFixturesTest, EveryEnvelopeMatchesExpected) {
+  for (const auto& [wrap, name] : testing::AllWraps()) {
+    SCOPED_TRACE(name);
+    for (const auto& row : Expected()) CheckRow(row, wrap);
+  }
+}
+
 }  // namespace
 }  // namespace efawatch::nccl

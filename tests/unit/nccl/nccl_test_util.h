@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/nccl/analyzer.h"
@@ -12,7 +13,45 @@
 // files, and re-wrapping their lines as CRI or docker json-file records.
 namespace efawatch::nccl::testing {
 
-enum class Wrap { kPlain, kCri, kDockerJson };
+// kPlain, kCri and kDockerJson are how a container runtime stores a line; the others are
+// envelopes consoles and shippers put around it, which must change no verdict (kBom puts a
+// byte-order mark before the first line only; kRay is one Ray worker, so one address).
+enum class Wrap {
+  kPlain,
+  kCri,
+  kDockerJson,
+  kKubectlTimestamps,
+  kKubectlPrefix,
+  kRay,
+  kMpiTag,
+  kCrlf,
+  kAnsi,
+  kCompose,
+  kSyslog,
+  kStern,
+  kPythonLogging,
+  kTab,
+  kBom,
+};
+
+// Every envelope, with a name for test output.
+inline std::vector<std::pair<Wrap, const char*>> AllWraps() {
+  return {{Wrap::kPlain, "Plain"},
+          {Wrap::kCri, "Cri"},
+          {Wrap::kDockerJson, "DockerJson"},
+          {Wrap::kKubectlTimestamps, "KubectlTimestamps"},
+          {Wrap::kKubectlPrefix, "KubectlPrefix"},
+          {Wrap::kRay, "Ray"},
+          {Wrap::kMpiTag, "MpiTag"},
+          {Wrap::kCrlf, "Crlf"},
+          {Wrap::kAnsi, "Ansi"},
+          {Wrap::kCompose, "Compose"},
+          {Wrap::kSyslog, "Syslog"},
+          {Wrap::kStern, "Stern"},
+          {Wrap::kPythonLogging, "PythonLogging"},
+          {Wrap::kTab, "Tab"},
+          {Wrap::kBom, "Bom"}};
+}
 
 inline std::string SourceDir() {
   const char* d = std::getenv("EFAWATCH_SOURCE_DIR");
@@ -78,7 +117,34 @@ inline std::vector<std::string> WrapLine(const std::string& line, Wrap wrap, siz
     return {"{\"log\":\"" + JsonEscape(line) + "\\n\",\"stream\":\"stdout\",\"time\":\"" + ts +
             "\"}"};
   }
-  return {line};
+  switch (wrap) {
+    case Wrap::kKubectlTimestamps:
+      return {ts + " " + line};
+    case Wrap::kKubectlPrefix:
+      return {"[pod/train-worker-0/ray-worker] " + line};
+    case Wrap::kRay:
+      return {"(RayTrainWorker pid=4242, ip=10.0.0.5) " + line};
+    case Wrap::kMpiTag:
+      return {"[1," + std::to_string(n % 2) + "]<stdout>:" + line};
+    case Wrap::kCrlf:
+      return {line + "\r"};
+    case Wrap::kAnsi:
+      return {"\x1b[36m" + line + "\x1b[0m"};
+    case Wrap::kCompose:
+      return {"worker-1  | " + line};
+    case Wrap::kSyslog:
+      return {"Dec  5 04:00:00 node1 python[123]: " + line};
+    case Wrap::kStern:
+      return {"train-worker-0 ray-worker " + line};
+    case Wrap::kPythonLogging:
+      return {"2025-03-04 05:06:07,123 - INFO - " + line};
+    case Wrap::kTab:
+      return {"\t" + line};
+    case Wrap::kBom:
+      return {n == 0 ? "\xEF\xBB\xBF" + line : line};
+    default:
+      return {line};
+  }
 }
 
 inline Report AnalyzeFile(const std::string& path, Wrap wrap = Wrap::kPlain,
