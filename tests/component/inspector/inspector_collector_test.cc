@@ -48,7 +48,7 @@ std::string Busbw(const std::string& ns, const std::string& pod, const std::stri
                                                                    {"size_bucket", size}});
 }
 
-constexpr char kCommA[] = "0x1f2e3d4c5b6a7980";
+constexpr char kCommA[] = "0x1f2e3d4c5b6a79";
 
 class InspectorCollectorTest : public ::testing::Test {
  protected:
@@ -143,7 +143,7 @@ TEST_F(InspectorCollectorTest, AJsonLinesFileInAPodVolumeGivesThePodsSeries) {
   Drain(t);
   s = Scrape(c);
   EXPECT_EQ(
-      s.histograms.at(Busbw("train", "job-a-0", "0x00c0ffee00c0ffee", "AllReduce", "256MiB")).count,
+      s.histograms.at(Busbw("train", "job-a-0", "0xc0ffee00c0ffee", "AllReduce", "256MiB")).count,
       1u);
   fs::remove_all(o_.volume_root / "uid-a");
   fs::remove_all(o_.pod_log_root / "train_job-a-0_uid-a");
@@ -177,7 +177,7 @@ TEST_F(InspectorCollectorTest, HostPathFilesGoToThePodTheirHostNameNames) {
   Drain(t);
   RecordingSink s = Scrape(c);
   const auto& h =
-      s.histograms.at(Busbw("train", "job-b-0", "0x00c0ffee00c0ffee", "AllReduce", "256MiB"));
+      s.histograms.at(Busbw("train", "job-b-0", "0xc0ffee00c0ffee", "AllReduce", "256MiB"));
   EXPECT_EQ(h.count, 3u);
   EXPECT_NEAR(h.sum / h.count / 1e9, 45, 1e-9);
   EXPECT_EQ(s.values.at(RecordingSink::Key(metrics::M::kNcclInspectorRecordsTotal,
@@ -193,7 +193,7 @@ TEST_F(InspectorCollectorTest, PromModeFilesAreReadWholeWhenRewritten) {
                 prom);
   InspectorCollector c(o_, clock_);
   c.ReadPromFiles();
-  const std::string ar = Busbw("train", "job-c-0", "0xabcdef0123456789", "AllReduce", "256MiB");
+  const std::string ar = Busbw("train", "job-c-0", "0xabcdef01234567", "AllReduce", "256MiB");
   RecordingSink s = Scrape(c);
   ASSERT_TRUE(s.histograms.contains(ar));
   EXPECT_EQ(s.histograms.at(ar).count, 1u);
@@ -250,7 +250,7 @@ TEST_F(InspectorCollectorTest, HostileFilesStayWithinTheReadingBudget) {
   EXPECT_LE(t.counters().bytes_read.load(), 3 * (to.head_bytes + to.tail_bytes) + (1 << 20));
   RecordingSink s = Scrape(c);
   const auto& h =
-      s.histograms.at(Busbw("train", "job-a-0", "0x00c0ffee00c0ffee", "AllReduce", "256MiB"));
+      s.histograms.at(Busbw("train", "job-a-0", "0xc0ffee00c0ffee", "AllReduce", "256MiB"));
   EXPECT_EQ(h.count, 6u) << "the first and the last record of each file";
   EXPECT_GT(s.values.at(RecordingSink::Key(metrics::M::kNcclInspectorRecordsTotal,
                                            {{"result", "malformed"}})),

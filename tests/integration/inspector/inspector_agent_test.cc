@@ -37,7 +37,7 @@ TEST(InspectorAgentTest, APodsInspectorBusbwIsOnMetricsWithinTenSeconds) {
   LogAgent agent(dir, {"--pod-log-root=" + logs.string(), "--pod-volume-root=" + kubelet.string(),
                        "--instance-type=p4d.24xlarge"});
   ASSERT_GT(agent.port(), 0);
-  const std::string selector = R"(comm_id="0x1f2e3d4c5b6a7980".*size_bucket="256MiB")";
+  const std::string selector = R"(comm_id="0x1f2e3d4c5b6a79".*size_bucket="256MiB")";
   EXPECT_LT(Sample(agent.Scrape(), "efawatch_nccl_busbw_bytes_per_second_count", selector), 0);
 
   // The Inspector's dump directory appears once the job runs, and its file with it.
@@ -58,7 +58,7 @@ TEST(InspectorAgentTest, APodsInspectorBusbwIsOnMetricsWithinTenSeconds) {
   EXPECT_LT(seconds, 10);
   std::printf("busbw %.2f GB/s on /metrics %.2f s after the file appeared\n", sum / count / 1e9,
               seconds);
-  EXPECT_NE(scrape.find(R"(namespace="train",pod="job-a-0",comm_id="0x1f2e3d4c5b6a7980")"),
+  EXPECT_NE(scrape.find(R"(namespace="train",pod="job-a-0",comm_id="0x1f2e3d4c5b6a79")"),
             std::string::npos);
   EXPECT_EQ(
       Value(scrape,

@@ -47,6 +47,38 @@ TEST(InspectorParseTest, ReadsAV4CollectiveRecord) {
   EXPECT_TRUE(LooksLikeInspectorJson(kRecord));
 }
 
+// What the plugin's own JSON writer produces (ext-profiler/inspector/json.cc): doubles as
+// "%lf", NaN as the string "nan", '/' escaped, the verbose event traces nested in coll_perf, and
+// an id of at most 14 hex digits ("0x%lx" into 17 bytes).
+TEST(InspectorParseTest, ReadsThePluginsOwnFormatting) {
+  constexpr char kVerbose[] =
+      R"({"header":{"id":"0x1f2e3d4c5b6a79","rank":0,"n_ranks":16,"nnodes":2},)"
+      R"("metadata":{"inspector_output_format_version":"v4.0","git_rev":"v2.28.9-1\/inspector",)"
+      R"("rec_mechanism":"nccl_profiler_interface","dump_timestamp_us":1764900000000001,)"
+      R"("hostname":"job-a-0","pid":4242},"coll_perf":{"coll":"AllReduce","coll_sn":12,)"
+      R"("coll_msg_size_bytes":268435456,"coll_exec_time_us":155344,"coll_timing_source":)"
+      R"("kernel_gpu","coll_algobw_gbs":1.728000,"coll_busbw_gbs":3.240000,)"
+      R"("event_trace_sn":{"coll_start_sn":1,"coll_stop_sn":9,"kernel_events":[{"channel_id":0,)"
+      R"("kernel_start_sn":2,"kernel_stop_sn":7,"kernel_record_sn":8}]},"event_trace_ts":)"
+      R"({"coll_start_ts":1,"coll_stop_ts":2,"kernel_events":[]}}})";
+  InspectorOp op;
+  ASSERT_EQ(ParseJsonLine(kVerbose, &op), LineKind::kOp);
+  EXPECT_EQ(op.comm_id, "0x1f2e3d4c5b6a79");
+  EXPECT_DOUBLE_EQ(op.busbw_gbs, 3.24);
+  EXPECT_EQ(op.sn, 12);
+
+  // A NaN bandwidth (the writer's "nan") is computed from size and time instead.
+  std::string nan = kVerbose;
+  nan.replace(nan.find("1.728000"), 8, R"("nan")");
+  nan.replace(nan.find("3.240000"), 8, R"("nan")");
+  ASSERT_EQ(ParseJsonLine(nan, &op), LineKind::kOp);
+  EXPECT_NEAR(op.busbw_gbs, 268435456 / 155344e-6 / 1e9 * 2 * 15 / 16, 1e-6);
+
+  // Neither bandwidth nor a time: no figure to count, so malformed (counted), not a zero.
+  nan.replace(nan.find("155344"), 6, "0");
+  EXPECT_EQ(ParseJsonLine(nan, &op), LineKind::kMalformed);
+}
+
 TEST(InspectorParseTest, EveryLineOfTheFixtureIsCountedOnce) {
   const std::string text = Fixture("job-a-0-pid4242.log");
   ASSERT_FALSE(text.empty());
@@ -171,7 +203,7 @@ TEST(InspectorParseTest, PromModeFileGivesOneOpPerBandwidthSample) {
   ASSERT_EQ(f.ops.size(), 2u);
   EXPECT_EQ(f.malformed, 1u);
   const InspectorOp& ar = f.ops[0];
-  EXPECT_EQ(ar.comm_id, "0xabcdef0123456789");
+  EXPECT_EQ(ar.comm_id, "0xabcdef01234567");
   EXPECT_EQ(ar.op, "AllReduce");
   EXPECT_EQ(ar.msg_size_bytes, 256ull << 20);
   EXPECT_DOUBLE_EQ(ar.busbw_gbs, 45.5);
