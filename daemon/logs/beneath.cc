@@ -73,8 +73,10 @@ int OpenBeneath(const fs::path& root, const fs::path& path, int flags) {
   return fd;
 }
 
-std::vector<DirEntry> ListBeneath(const fs::path& root, const fs::path& dir) {
+std::vector<DirEntry> ListBeneath(const fs::path& root, const fs::path& dir, size_t max_entries,
+                                  bool* truncated) {
   std::vector<DirEntry> out;
+  if (truncated != nullptr) *truncated = false;
   int fd = -1;
   if (dir.lexically_normal() == root.lexically_normal()) {
     fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -90,6 +92,10 @@ std::vector<DirEntry> ListBeneath(const fs::path& root, const fs::path& dir) {
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
     if (name == "." || name == "..") continue;
+    if (out.size() >= max_entries) {
+      if (truncated != nullptr) *truncated = true;
+      break;
+    }
     DirEntry entry{.name = std::string(name)};
     unsigned char type = e->d_type;
     if (type == DT_UNKNOWN) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -24,8 +26,10 @@ struct DirEntry {
 };
 
 /// The entries of directory `dir`, opened as OpenBeneath() opens files; empty when it cannot be
-/// opened that way.
+/// opened that way. At most `max_entries` (a tenant's directory may hold millions): when there
+/// were more, `*truncated` (if given) is set and the rest are not read.
 std::vector<DirEntry> ListBeneath(const std::filesystem::path& root,
-                                  const std::filesystem::path& dir);
+                                  const std::filesystem::path& dir, size_t max_entries = SIZE_MAX,
+                                  bool* truncated = nullptr);
 
 }  // namespace efawatch::logs

@@ -111,9 +111,17 @@ struct PodWalk {
     const std::string run = session.filename().string();
     // Listed beneath the volume: a `logs` swapped for a link since the check above is not
     // listed (the tenant controls this tree; a link could lead into a Secret volume).
-    for (const DirEntry& e : ListBeneath(volume, logs)) {
+    for (const DirEntry& e : List(volume, logs)) {
       if ((e.is_file || e.is_link) && IsRayLogName(e.name)) Add(logs / e.name, volume, run);
     }
+  }
+
+  // A directory's entries, at most max_dir_entries of them (a longer one is reported).
+  std::vector<DirEntry> List(const fs::path& volume, const fs::path& dir) {
+    bool truncated = false;
+    std::vector<DirEntry> entries = ListBeneath(volume, dir, options.max_dir_entries, &truncated);
+    if (truncated) out.truncated.push_back(dir);
+    return entries;
   }
 
   bool MatchesDebugFile(const std::string& name) const {
@@ -126,7 +134,7 @@ struct PodWalk {
   // directories are Ray's (RayFiles) and symlinked directories are not entered.
   void DebugFiles(const fs::path& dir, const fs::path& volume, size_t depth) {
     bool watched = false;
-    for (const DirEntry& e : ListBeneath(volume, dir)) {
+    for (const DirEntry& e : List(volume, dir)) {
       const std::string& name = e.name;
       if (e.is_dir) {
         if (depth > 1 && !(dir == volume && name.starts_with("session_"))) {
@@ -299,7 +307,12 @@ void ScanContainerRootfs(const PodVolumeOptions& options, VolumeScan& out) {
     // no link below it (a swapped `logs` or /tmp/ray would otherwise lead anywhere in the
     // container, /var/run/secrets included).
     const fs::path root = options.container_rootfs_procfs / std::to_string(entry.first) / "root";
-    for (const DirEntry& e : ListBeneath(root, logs)) {
+    bool truncated = false;
+    const std::vector<DirEntry> entries =
+        ListBeneath(root, logs, options.max_dir_entries, &truncated);
+    if (truncated) out.truncated.push_back(logs);
+    size_t taken = 0;
+    for (const DirEntry& e : entries) {
       if (!IsRayLogName(e.name)) continue;
       if (!e.is_file) {
         if (e.is_link) out.refused.push_back(logs / e.name);
@@ -315,6 +328,10 @@ void ScanContainerRootfs(const PodVolumeOptions& options, VolumeScan& out) {
       s.uid = entry.second.uid;
       s.container = "(rootfs:" + id.substr(0, 12) + ")";
       s.run = session;
+      if (taken++ >= options.max_files_per_pod) {
+        out.over_cap.push_back(s.path);
+        continue;
+      }
       out.files.push_back(std::move(s));
     }
   }

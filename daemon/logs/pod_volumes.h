@@ -27,6 +27,11 @@ struct PodVolumeOptions {
   /// Files followed per pod: beyond it the least recently written are left (and counted). A
   /// long-running Ray cluster leaves one .out and one .err per worker process it ever started.
   size_t max_files_per_pod = 256;
+  /// Entries read from one directory of a volume: a tenant can fill an emptyDir with millions
+  /// of files named like Ray's, and each one considered costs a stat per walk and memory until
+  /// the cap above picks the newest. Beyond it a directory is read no further (and reported).
+  /// Ray writes about three files per worker process (.out, .err, python-core-worker-*.log).
+  size_t max_dir_entries = 8192;
   /// Opt-in: also each container's own /tmp/ray (Ray's default, without a volume), read as
   /// <procfs>/<pid>/root/tmp/ray/session_latest/logs/ of the container's first process, the pod
   /// from the process's cgroup. Needs the host's PID namespace. Empty: off.
@@ -47,6 +52,8 @@ struct VolumeScan {
   std::vector<std::filesystem::path> refused;
   /// Files left because their pod has more than max_files_per_pod.
   std::vector<std::filesystem::path> over_cap;
+  /// Directories with more than max_dir_entries entries, read only that far.
+  std::vector<std::filesystem::path> truncated;
   /// Directories worth an inotify watch: the root, each volume, each Ray session's logs.
   std::vector<std::filesystem::path> dirs;
   /// The logs directories of the sessions followed now (a file in one of them that vanished

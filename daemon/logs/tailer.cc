@@ -16,6 +16,7 @@
 
 #include "daemon/logs/beneath.h"
 #include "daemon/logs/json_shape.h"
+#include "daemon/logs/scan_schedule.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::logs {
@@ -73,12 +74,12 @@ int OpenLog(const fs::path& path, const fs::path& beneath) {
 }
 
 // The regular files in `src`'s directory: listed beneath its volume where it has one (the
-// tenant's tree), so a directory swapped for a link is not listed.
-std::vector<fs::path> FilesBeside(const LogSource& src) {
+// tenant's tree, so a directory swapped for a link is not listed, and at most `max_entries`).
+std::vector<fs::path> FilesBeside(const LogSource& src, size_t max_entries) {
   std::vector<fs::path> out;
   const fs::path dir = src.path.parent_path();
   if (!src.beneath.empty()) {
-    for (const DirEntry& e : ListBeneath(src.beneath, dir)) {
+    for (const DirEntry& e : ListBeneath(src.beneath, dir, max_entries)) {
       if (e.is_file) out.push_back(dir / e.name);
     }
     return out;
@@ -183,8 +184,7 @@ void Tailer::Stop() {
 }
 
 void Tailer::Run(const std::stop_token& stop) {
-  bool scan = true;
-  auto next_scan = clock_.Now();
+  ScanSchedule schedule(options_.poll_interval);
   // At least one pass, even when stopped at once: a restart must catch up before it checkpoints.
   do {
     bool backlog = false;  // a file had more than read_chunk_bytes to read: no waiting
@@ -193,12 +193,19 @@ void Tailer::Run(const std::stop_token& stop) {
     {
       std::lock_guard lock(run_mu_);
       // A directory walk costs far more than reading the files we follow: walk only when
-      // inotify saw a file or directory come or go, and on the poll interval as a fallback.
+      // inotify saw a file or directory come or go, and on the poll interval as a fallback,
+      // and never more often than the walks' own cost allows (ScanSchedule).
       // Last resort: an exception here is a bug on some input; letting it end the thread would
       // end the agent, and a restart would read the same bytes again (a crash loop). The pass
       // is dropped, counted and logged, and the next one goes on.
       try {
-        backlog = Pass(scan || clock_.Now() >= next_scan);
+        const bool walk = schedule.Due(clock_.Now());
+        const uint64_t walked_ns = counters_.scan_nanoseconds;
+        backlog = Pass(walk);
+        if (walk) {
+          schedule.Walked(clock_.Now(),
+                          std::chrono::nanoseconds(counters_.scan_nanoseconds - walked_ns));
+        }
       } catch (const std::exception& e) {
         if (counters_.internal_errors++ % 100 == 0) {
           spdlog::error("pod log pass failed (internal error {}): {}",
@@ -206,8 +213,6 @@ void Tailer::Run(const std::stop_token& stop) {
         }
       }
     }
-    if (scan || clock_.Now() >= next_scan) next_scan = clock_.Now() + options_.poll_interval;
-    scan = false;
     // The read budget: with a backlog, the next pass waits until this one's bytes are paid for
     // (every file gets its share of each pass, so a flood delays the others' lines by a pass,
     // not by its backlog).
@@ -219,7 +224,7 @@ void Tailer::Run(const std::stop_token& stop) {
           std::chrono::duration<double>(secs));
     }
     // Wait for inotify or the poll interval; wake every 100 ms to notice a stop request.
-    while (!stop.stop_requested() && clock_.Now() < next_scan) {
+    while (!stop.stop_requested() && clock_.Now() < schedule.NextWake()) {
       pollfd p{inotify_fd_, POLLIN, 0};
       const auto owed = std::chrono::ceil<std::chrono::milliseconds>(not_before - clock_.Now());
       const int wait_ms =
@@ -236,7 +241,7 @@ void Tailer::Run(const std::stop_token& stop) {
           const auto* ev = reinterpret_cast<const inotify_event*>(e);
           if ((ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
                            IN_Q_OVERFLOW)) != 0) {
-            scan = true;
+            schedule.Ask();
           }
           if ((ev->mask & IN_IGNORED) != 0) {
             // The directory is gone and so is its watch: a new one of that name needs a new one.
@@ -263,7 +268,13 @@ void Tailer::Run(const std::stop_token& stop) {
 bool Tailer::PollOnce() { return Pass(true); }
 
 bool Tailer::Pass(bool scan) {
-  if (scan) Scan();
+  if (scan) {
+    const auto start = clock_.Now();
+    Scan();
+    ++counters_.scans;
+    counters_.scan_nanoseconds += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.Now() - start).count());
+  }
   bool backlog = false;
   for (auto& [path, t] : tracked_) backlog = ReadFile(*t, false) || backlog;
   sink_->OnPassComplete();
@@ -395,6 +406,15 @@ void Tailer::ScanVolumes(Discovered& d) {
   for (const auto& p : scan.over_cap) {
     if (over_cap_.insert(p.string()).second) ++counters_.files_over_cap;
   }
+  // A directory with more entries than the walk reads: what lies beyond is not followed and
+  // cannot be counted file by file without reading it, so the directory counts once.
+  for (const auto& dir : scan.truncated) {
+    if (truncated_dirs_.insert(dir.string()).second) {
+      ++counters_.files_over_cap;
+      spdlog::warn("{}: more than {} entries; only the first {} are considered", dir.string(),
+                   o.max_dir_entries, o.max_dir_entries);
+    }
+  }
   for (const auto& dir : scan.dirs) WatchDir(dir);
   for (const auto& dir : scan.live_dirs) d.live_dirs.insert(dir.string());
   for (auto& f : scan.files) {
@@ -516,7 +536,7 @@ void Tailer::OpenTracked(const LogSource& src, bool allow_resume) {
       } else {
         // Rotated while we were down: the old file may still be beside the new one under its
         // rotated name; finish it from the checkpointed offset first.
-        for (const fs::path& f : FilesBeside(src)) {
+        for (const fs::path& f : FilesBeside(src, options_.volumes.max_dir_entries)) {
           struct stat os {};
           if (::lstat(f.c_str(), &os) == 0 && static_cast<uint64_t>(os.st_ino) == r->second.ino &&
               static_cast<uint64_t>(os.st_dev) == r->second.dev) {
@@ -894,6 +914,7 @@ void Tailer::PruneSideTables() {
   };
   prune(refused_, [](const std::string& k) { return fs::path(k); });
   prune(over_cap_, [](const std::string& k) { return fs::path(k); });
+  prune(truncated_dirs_, [](const std::string& k) { return fs::path(k) / "."; });
   prune(resume_, [](const auto& kv) { return fs::path(kv.first); });
 }
 

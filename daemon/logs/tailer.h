@@ -100,6 +100,9 @@ struct TailerCounters {
   std::atomic<uint64_t> checkpoints_set_aside{0};  // unreadable or of the wrong shape (.bad)
   std::atomic<uint64_t> deleted_files_closed{0};   // unlinked files released once drained
   std::atomic<uint64_t> history_files_read{0};     // rotated files read on first sight
+  /// Walks of the pod log root, globs and pod volumes, and the time they took (ScanSchedule).
+  std::atomic<uint64_t> scans{0};
+  std::atomic<uint64_t> scan_nanoseconds{0};
   /// Bytes not read, by why: a backlog beyond the budget, a hole of a sparse file, the middle
   /// of a file first seen huge, a file that is not text.
   std::atomic<uint64_t> skipped_budget{0};
@@ -185,7 +188,8 @@ class Tailer {
   void LoadCheckpoint();
   /// Renames the state file to <state_file>.bad (replacing an older one), counts and logs why.
   void SetCheckpointAside(std::string_view why);
-  /// Forgets refused_, over_cap_ and resume_ entries of files whose directory is gone.
+  /// Forgets refused_, over_cap_, truncated_dirs_ and resume_ entries of files whose directory
+  /// is gone.
   void PruneSideTables();
   bool InsideRoot(const std::filesystem::path& p) const;
   void WatchDir(const std::filesystem::path& dir);
@@ -209,10 +213,11 @@ class Tailer {
   bool checkpoint_due_ = false;
   int inotify_fd_ = -1;
   std::map<int, std::filesystem::path> watches_;
-  std::set<std::string> watched_;   // directories with an inotify watch
-  std::set<std::string> refused_;   // reported once each
-  std::set<std::string> over_cap_;  // counted once each
-  std::mutex run_mu_;               // PollOnce vs the thread
+  std::set<std::string> watched_;         // directories with an inotify watch
+  std::set<std::string> refused_;         // reported once each
+  std::set<std::string> over_cap_;        // counted once each
+  std::set<std::string> truncated_dirs_;  // directories listed only in part, counted once each
+  std::mutex run_mu_;                     // PollOnce vs the thread
   std::jthread thread_;
 };
 

@@ -16,6 +16,8 @@ absl::Status TailerCollector::Collect(std::chrono::steady_clock::time_point /*de
   sink.Add(metrics::M::kLogsFilesRefusedTotal, {}, static_cast<double>(c.files_refused));
   sink.Add(metrics::M::kLogsFilesOverCapTotal, {}, static_cast<double>(c.files_over_cap));
   sink.Add(metrics::M::kLogsTruncatedLinesTotal, {}, static_cast<double>(c.lines_truncated));
+  sink.Add(metrics::M::kLogsScansTotal, {}, static_cast<double>(c.scans));
+  sink.Add(metrics::M::kLogsScanSecondsTotal, {}, static_cast<double>(c.scan_nanoseconds) / 1e9);
   sink.Add(metrics::M::kLogsCheckpointsSetAsideTotal, {},
            static_cast<double>(c.checkpoints_set_aside));
   sink.Add(metrics::M::kLogsDeletedFilesClosedTotal, {},

@@ -366,8 +366,15 @@ std::vector<MetricDef> BuildTable() {
        {}},
       {M::kLogsFilesOverCapTotal.name(),
        T::kCounter,
-       "Log files not followed because the file cap was reached.",
+       "Log files not followed because the file cap was reached (a pod volume directory with "
+       "more entries than the walk reads counts once).",
        {}},
+      {M::kLogsScansTotal.name(),
+       T::kCounter,
+       "Walks of the pod log root, globs and pod volumes (on inotify events and every poll "
+       "interval, no more often than 1/50 of a core allows).",
+       {}},
+      {M::kLogsScanSecondsTotal.name(), T::kCounter, "Time those walks took, in seconds.", {}},
       {M::kLogsCheckpointsSetAsideTotal.name(),
        T::kCounter,
        "Checkpoints that were not JSON or of the wrong shape, renamed to <state>.bad at start "
@@ -545,6 +552,7 @@ const std::vector<DebugOnlyGroup>& DebugOnlyMetrics() {
         "efawatch_logs_truncations_total", "efawatch_logs_malformed_lines_total",
         "efawatch_logs_checkpoint_writes_total", "efawatch_logs_checkpoints_set_aside_total",
         "efawatch_logs_deleted_files_closed_total", "efawatch_logs_files_refused_total",
+        "efawatch_logs_scans_total", "efawatch_logs_scan_seconds_total",
         "efawatch_logs_skipped_bytes_total", "efawatch_nccl_communicators_dropped_total",
         "efawatch_nccl_processes"}},
       {"NCCL Inspector reading and the collectives' total time: the Inspector's records and files "

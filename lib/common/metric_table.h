@@ -86,6 +86,8 @@ struct M {
       "efawatch_logs_checkpoint_write_failures_total"};
   static constexpr Metric kLogsFilesRefusedTotal{"efawatch_logs_files_refused_total"};
   static constexpr Metric kLogsFilesOverCapTotal{"efawatch_logs_files_over_cap_total"};
+  static constexpr Metric kLogsScansTotal{"efawatch_logs_scans_total"};
+  static constexpr Metric kLogsScanSecondsTotal{"efawatch_logs_scan_seconds_total"};
   static constexpr Metric kLogsStateEvictedTotal{"efawatch_logs_state_evicted_total"};
   static constexpr Metric kMeshPeerRttSeconds{"efawatch_mesh_peer_rtt_seconds"};
   static constexpr Metric kMeshPeerSentTotal{"efawatch_mesh_peer_sent_total"};

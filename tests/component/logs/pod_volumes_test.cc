@@ -162,6 +162,24 @@ TEST_F(PodVolumesTest, CapsFilesPerPodKeepingTheMostRecentlyWritten) {
   EXPECT_EQ(s.over_cap.size(), 3u);
 }
 
+// A tenant can fill its emptyDir with files named like Ray's: the walk reads a directory only
+// up to max_dir_entries, reports it, and the per-pod cap then applies to what it read.
+TEST_F(PodVolumesTest, ReadsAHugeDirectoryOnlyUpToItsEntryCap) {
+  const fs::path logs = Session(Pod("rc-gpu-worker-a", "uid-a"), "2026-03-02_09-00-00_1_1");
+  for (int i = 0; i < 40; ++i) {
+    Append(logs / ("worker-aa-02000000-" + std::to_string(100 + i) + ".out"), "x\n");
+  }
+  PodVolumeOptions o = Options();
+  o.max_dir_entries = 10;
+  o.max_files_per_pod = 4;
+  const VolumeScan s = ScanPodVolumes(o);
+  EXPECT_THAT(s.truncated, ElementsAre(logs));
+  EXPECT_EQ(s.files.size(), 4u);
+  EXPECT_EQ(s.over_cap.size(), 6u) << "the 10 entries read, less the 4 followed";
+  o.max_dir_entries = 100;
+  EXPECT_THAT(ScanPodVolumes(o).truncated, IsEmpty());
+}
+
 class LineRecorder final : public LineSink {
  public:
   void OnLine(const LogSource& s, uint64_t, std::string_view line) override {
@@ -228,6 +246,26 @@ TEST_F(PodVolumesTest, TailerCountsRefusedSymlinksOnce) {
   t.PollOnce();
   EXPECT_EQ(t.counters().files_refused, 1u);
   EXPECT_THAT(sink.lines, IsEmpty());
+}
+
+TEST_F(PodVolumesTest, TailerCountsATruncatedDirectoryOnce) {
+  const fs::path logs = Session(Pod("rc-gpu-worker-a", "uid-a"), "1");
+  for (int i = 0; i < 30; ++i) {
+    Append(logs / ("worker-aa-02000000-" + std::to_string(100 + i) + ".out"), "x\n");
+  }
+  TailerOptions o;
+  o.pod_log_root = Root() / "logs";
+  o.volumes = Options();
+  o.volumes.max_dir_entries = 10;
+  o.volumes.max_files_per_pod = 100;
+  LineRecorder sink;
+  common::FakeClock clock;
+  Tailer t(o, &sink, clock);
+  t.PollOnce();
+  t.PollOnce();
+  EXPECT_EQ(t.counters().files_over_cap, 1u) << "the directory, once";
+  EXPECT_EQ(t.counters().files_watched, 10u);
+  EXPECT_EQ(t.counters().scans, 2u);
 }
 
 TEST(ContainerRootfsTest, ReadsThePodFromTheCgroupOfEitherDriver) {
