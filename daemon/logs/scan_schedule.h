@@ -27,7 +27,7 @@ class ScanSchedule {
   bool Due(TimePoint now) const { return now >= next_ || (asked_ && now >= not_before_); }
   /// When the thread should wake to walk, if nothing else wakes it first.
   TimePoint NextWake() const { return asked_ ? not_before_ : next_; }
-  /// A walk ended at `now` after taking `cost`.
+  /// A walk ended at `now` after taking `cost` (of CPU: the bound is on the core it uses).
   void Walked(TimePoint now, Duration cost) {
     asked_ = false;
     not_before_ = now + cost * (kCostFactor - 1);

@@ -100,7 +100,8 @@ struct TailerCounters {
   std::atomic<uint64_t> checkpoints_set_aside{0};  // unreadable or of the wrong shape (.bad)
   std::atomic<uint64_t> deleted_files_closed{0};   // unlinked files released once drained
   std::atomic<uint64_t> history_files_read{0};     // rotated files read on first sight
-  /// Walks of the pod log root, globs and pod volumes, and the time they took (ScanSchedule).
+  /// Walks of the pod log root, globs and pod volumes, and the CPU time they took
+  /// (ScanSchedule).
   std::atomic<uint64_t> scans{0};
   std::atomic<uint64_t> scan_nanoseconds{0};
   /// Bytes not read, by why: a backlog beyond the budget, a hole of a sparse file, the middle

@@ -374,7 +374,7 @@ std::vector<MetricDef> BuildTable() {
        "Walks of the pod log root, globs and pod volumes (on inotify events and every poll "
        "interval, no more often than 1/50 of a core allows).",
        {}},
-      {M::kLogsScanSecondsTotal.name(), T::kCounter, "Time those walks took, in seconds.", {}},
+      {M::kLogsScanSecondsTotal.name(), T::kCounter, "CPU time those walks took, in seconds.", {}},
       {M::kLogsCheckpointsSetAsideTotal.name(),
        T::kCounter,
        "Checkpoints that were not JSON or of the wrong shape, renamed to <state>.bad at start "
