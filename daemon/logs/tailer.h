@@ -59,7 +59,10 @@ struct TailerOptions {
   /// Files in pod volumes (Ray session logs, NCCL_DEBUG_FILE outputs); volume_root empty: off.
   /// Its pod_log_root is this one's.
   PodVolumeOptions volumes;
-  size_t max_files = 4096;            // beyond this, files are counted and not watched
+  size_t max_files = 4096;  // beyond this, files are counted and not watched
+  /// Files followed per glob pattern, the most recently written (a hostPath of NCCL_DEBUG_FILE
+  /// outputs keeps every job's files): the rest are counted, and leave max_files to pod logs.
+  size_t max_glob_files = 1024;
   size_t max_line_bytes = 64 * 1024;  // longer lines are cut here (and counted)
   size_t read_chunk_bytes = 1 << 20;  // per file per pass, for fairness between files
   /// Rescan and read even without inotify events (the polling fallback).

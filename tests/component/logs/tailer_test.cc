@@ -253,5 +253,36 @@ TEST_F(TailerTest, FollowsPlainAndDockerJsonFilesByGlobAndRefusesSymlinks) {
   EXPECT_THAT(sink.gone[0], ::testing::EndsWith("nccl.node-a.42"));
 }
 
+// A hostPath where every job's NCCL_DEBUG_FILE outputs pile up: the newest files are followed,
+// the dead jobs' counted, and a pod that starts later still gets its container log followed.
+TEST_F(TailerTest, AGlobFollowsItsNewestFilesAndLeavesRoomForPodLogs) {
+  const fs::path hostpath = fs::path(dir_.path()) / "nccl";
+  fs::create_directories(hostpath);
+  const auto now = fs::file_time_type::clock::now();
+  for (int i = 0; i < 10; ++i) {
+    const fs::path f = hostpath / ("nccl.node-a." + std::to_string(100 + i));
+    Append(f, "job " + std::to_string(i) + "\n");
+    fs::last_write_time(f, now - std::chrono::hours(20 - i));
+  }
+  auto opts = Options();
+  fs::create_directories(opts.pod_log_root);
+  opts.globs = {(hostpath / "nccl.*").string()};
+  opts.max_glob_files = 3;
+  opts.max_files = 4;
+  RecordingSink sink;
+  Tailer t(opts, &sink, clock_);
+  t.PollOnce();
+  std::sort(sink.lines.begin(), sink.lines.end());
+  ASSERT_EQ(sink.lines.size(), 3u);
+  EXPECT_THAT(sink.lines[0], ::testing::EndsWith("nccl.node-a.107:1:job 7"));
+  EXPECT_THAT(sink.lines[2], ::testing::EndsWith("nccl.node-a.109:1:job 9"));
+  EXPECT_EQ(t.counters().files_over_cap, 7u);
+  Append(Container() / "0.log", "2026-12-02T10:00:00.000000001Z stdout F pod line\n");
+  t.PollOnce();
+  EXPECT_EQ(sink.lines.back(),
+            "train/worker-0/main:1:2026-12-02T10:00:00.000000001Z stdout F pod line");
+  EXPECT_EQ(t.counters().files_over_cap, 7u) << "each left file counted once";
+}
+
 }  // namespace
 }  // namespace efawatch::logs
