@@ -38,6 +38,16 @@ bool Inside(const fs::path& p, const fs::path& dir) {
   return !rel.empty() && *rel.begin() != "..";
 }
 
+// The entries of `dir` beneath `root`, at most max_dir_entries (a longer directory is reported
+// in `out.truncated`).
+std::vector<DirEntry> ListCapped(const fs::path& root, const fs::path& dir,
+                                 const PodVolumeOptions& options, VolumeScan& out) {
+  bool truncated = false;
+  std::vector<DirEntry> entries = ListBeneath(root, dir, options.max_dir_entries, &truncated);
+  if (truncated) out.truncated.push_back(dir);
+  return entries;
+}
+
 // One pod's walk: the files it found, before the per-pod cap.
 struct PodWalk {
   const PodVolumeOptions& options;
@@ -111,17 +121,9 @@ struct PodWalk {
     const std::string run = session.filename().string();
     // Listed beneath the volume: a `logs` swapped for a link since the check above is not
     // listed (the tenant controls this tree; a link could lead into a Secret volume).
-    for (const DirEntry& e : List(volume, logs)) {
+    for (const DirEntry& e : ListCapped(volume, logs, options, out)) {
       if ((e.is_file || e.is_link) && IsRayLogName(e.name)) Add(logs / e.name, volume, run);
     }
-  }
-
-  // A directory's entries, at most max_dir_entries of them (a longer one is reported).
-  std::vector<DirEntry> List(const fs::path& volume, const fs::path& dir) {
-    bool truncated = false;
-    std::vector<DirEntry> entries = ListBeneath(volume, dir, options.max_dir_entries, &truncated);
-    if (truncated) out.truncated.push_back(dir);
-    return entries;
   }
 
   bool MatchesDebugFile(const std::string& name) const {
@@ -134,7 +136,7 @@ struct PodWalk {
   // directories are Ray's (RayFiles) and symlinked directories are not entered.
   void DebugFiles(const fs::path& dir, const fs::path& volume, size_t depth) {
     bool watched = false;
-    for (const DirEntry& e : List(volume, dir)) {
+    for (const DirEntry& e : ListCapped(volume, dir, options, out)) {
       const std::string& name = e.name;
       if (e.is_dir) {
         if (depth > 1 && !(dir == volume && name.starts_with("session_"))) {
@@ -179,28 +181,8 @@ struct PodWalk {
 
   // Keeps the most recently written max_files_per_pod files; the rest are reported.
   void Cap() {
-    if (files.size() > options.max_files_per_pod) {
-      std::vector<std::pair<int64_t, size_t>> by_age;
-      by_age.reserve(files.size());
-      for (size_t i = 0; i < files.size(); ++i) {
-        struct stat st {};
-        const int64_t mtime =
-            ::stat(files[i].path.c_str(), &st) == 0
-                ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec
-                : 0;
-        by_age.emplace_back(-mtime, i);
-      }
-      std::sort(by_age.begin(), by_age.end());
-      std::vector<LogSource> kept;
-      for (size_t k = 0; k < by_age.size(); ++k) {
-        LogSource& s = files[by_age[k].second];
-        if (k < options.max_files_per_pod) {
-          kept.push_back(std::move(s));
-        } else {
-          out.over_cap.push_back(s.path);
-        }
-      }
-      files = std::move(kept);
+    for (const LogSource& s : KeepNewest(files, options.max_files_per_pod)) {
+      out.over_cap.push_back(s.path);
     }
     for (auto& f : files) out.files.push_back(std::move(f));
   }
@@ -307,12 +289,8 @@ void ScanContainerRootfs(const PodVolumeOptions& options, VolumeScan& out) {
     // no link below it (a swapped `logs` or /tmp/ray would otherwise lead anywhere in the
     // container, /var/run/secrets included).
     const fs::path root = options.container_rootfs_procfs / std::to_string(entry.first) / "root";
-    bool truncated = false;
-    const std::vector<DirEntry> entries =
-        ListBeneath(root, logs, options.max_dir_entries, &truncated);
-    if (truncated) out.truncated.push_back(logs);
-    size_t taken = 0;
-    for (const DirEntry& e : entries) {
+    std::vector<LogSource> found;
+    for (const DirEntry& e : ListCapped(root, logs, options, out)) {
       if (!IsRayLogName(e.name)) continue;
       if (!e.is_file) {
         if (e.is_link) out.refused.push_back(logs / e.name);
@@ -328,13 +306,34 @@ void ScanContainerRootfs(const PodVolumeOptions& options, VolumeScan& out) {
       s.uid = entry.second.uid;
       s.container = "(rootfs:" + id.substr(0, 12) + ")";
       s.run = session;
-      if (taken++ >= options.max_files_per_pod) {
-        out.over_cap.push_back(s.path);
-        continue;
-      }
-      out.files.push_back(std::move(s));
+      found.push_back(std::move(s));
     }
+    for (const LogSource& s : KeepNewest(found, options.max_files_per_pod)) {
+      out.over_cap.push_back(s.path);
+    }
+    for (auto& f : found) out.files.push_back(std::move(f));
   }
+}
+
+std::vector<LogSource> KeepNewest(std::vector<LogSource>& files, size_t keep) {
+  if (files.size() <= keep) return {};
+  std::vector<std::pair<int64_t, size_t>> by_age;
+  by_age.reserve(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    struct stat st {};
+    const int64_t mtime =
+        ::stat(files[i].path.c_str(), &st) == 0
+            ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec
+            : 0;
+    by_age.emplace_back(-mtime, i);
+  }
+  std::sort(by_age.begin(), by_age.end());
+  std::vector<LogSource> kept, left;
+  for (size_t k = 0; k < by_age.size(); ++k) {
+    (k < keep ? kept : left).push_back(std::move(files[by_age[k].second]));
+  }
+  files = std::move(kept);
+  return left;
 }
 
 VolumeScan ScanPodVolumes(const PodVolumeOptions& given) {

@@ -79,6 +79,11 @@ bool IsRayLogName(const std::string& name);
 /// tailer's thread.
 VolumeScan ScanPodVolumes(const PodVolumeOptions& options);
 
+/// Leaves in `files` the `keep` most recently written of them (newest first; a file that cannot
+/// be stat'ed counts as oldest) and returns the others. Unchanged when there are `keep` or
+/// fewer. What every file cap that tenants can fill uses: the live job's files are the newest.
+std::vector<LogSource> KeepNewest(std::vector<LogSource>& files, size_t keep);
+
 /// The pod uid and container id a /proc/<pid>/cgroup names (cgroup v1 or v2, cgroupfs or
 /// systemd driver: ".../kubepods/burstable/pod<uid>/<id>",
 /// ".../kubepods-besteffort-pod<uid with _>.slice/cri-containerd-<id>.scope"), or empty uid.

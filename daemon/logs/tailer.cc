@@ -371,27 +371,26 @@ void Tailer::ScanContainerDir(const fs::path& dir, Discovered& d) {
 }
 
 void Tailer::ScanGlob(const std::string& pattern, Discovered& d) {
-  struct Match {
-    int64_t mtime_ns;
-    fs::path path;
-  };
-  std::vector<Match> matches;
+  std::vector<LogSource> found;
   glob_t g{};
   if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
     for (size_t i = 0; i < g.gl_pathc; ++i) {
       const fs::path p = g.gl_pathv[i];
-      struct stat st {};
-      if (::lstat(p.c_str(), &st) != 0) continue;
-      if (S_ISLNK(st.st_mode)) {
-        if (refused_.insert(p.string()).second) {
+      std::error_code ec;
+      if (fs::is_symlink(p, ec) || !fs::is_regular_file(p, ec)) {
+        if (fs::is_symlink(p, ec) && refused_.insert(p.string()).second) {
           ++counters_.files_refused;
           spdlog::warn("not following {}: a symlink", p.string());
         }
         continue;
       }
-      if (!S_ISREG(st.st_mode)) continue;
-      matches.push_back(
-          {static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, p});
+      LogSource src;
+      src.path = p;
+      src.origin = Origin::kGlob;
+      const std::string name = p.filename().string();
+      src.format = name.ends_with("-json.log") ? Format::kDockerJson : Format::kPlain;
+      src.container = name;
+      found.push_back(std::move(src));
     }
   }
   ::globfree(&g);
@@ -399,32 +398,17 @@ void Tailer::ScanGlob(const std::string& pattern, Discovered& d) {
   // process, never deleted) would otherwise fill the agent's file cap with dead jobs' files,
   // and new pods' container logs would find no room: the most recently written files are
   // followed, the rest counted once (a file followed before stays followed).
-  if (matches.size() > options_.max_glob_files) {
-    std::nth_element(
-        matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(options_.max_glob_files),
-        matches.end(), [](const Match& a, const Match& b) { return a.mtime_ns > b.mtime_ns; });
-    std::vector<Match> kept(matches.begin(),
-                            matches.begin() + static_cast<std::ptrdiff_t>(options_.max_glob_files));
-    for (size_t i = options_.max_glob_files; i < matches.size(); ++i) {
-      const std::string key = matches[i].path.string();
-      if (tracked_.contains(key)) {
-        kept.push_back(std::move(matches[i]));
-      } else if (over_cap_.insert(key).second) {
-        ++counters_.files_over_cap;
-      }
+  for (LogSource& src : KeepNewest(found, options_.max_glob_files)) {
+    if (tracked_.contains(src.path.string())) {
+      found.push_back(std::move(src));
+    } else if (over_cap_.insert(src.path.string()).second) {
+      ++counters_.files_over_cap;
     }
-    matches = std::move(kept);
   }
-  for (const Match& m : matches) {
-    LogSource src;
-    src.path = m.path;
-    src.origin = Origin::kGlob;
-    const std::string name = m.path.filename().string();
-    src.format = name.ends_with("-json.log") ? Format::kDockerJson : Format::kPlain;
-    src.container = name;
-    d.live.insert(m.path.string());
-    d.found.push_back(src);
-    WatchDir(m.path.parent_path());
+  for (LogSource& src : found) {
+    d.live.insert(src.path.string());
+    WatchDir(src.path.parent_path());
+    d.found.push_back(std::move(src));
   }
 }
 
