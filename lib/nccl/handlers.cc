@@ -364,9 +364,19 @@ void HandlePluginStatus(ProcState* p, std::string_view m, const Ctx& c) {
 void HandleNetIb(ProcState* p, std::string_view m, const Ctx& c) {
   if (Contains(m, "No device found")) {
     p->ib_no_device = true;
-  } else if (StartsWith(m, "NET/IB : Using [") || StartsWith(m, "NET/IB: [")) {
+  } else if (StartsWith(m, "NET/IB : Using") || StartsWith(m, "NET/IB: [")) {
     // "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>": the OOB interface is this host's
-    // address.
+    // address. With no device NCCL still prints the line, its list empty but for the relaxed
+    // ordering flag ("NET/IB : Using [RO]; OOB eth0:..." in 2.29): that is no IB device.
+    std::string_view list = m.substr(0, std::min(m.size(), m.find("; OOB")));
+    bool device = false;
+    for (size_t at = list.find('['); at != std::string_view::npos; at = list.find('[', at + 1)) {
+      if (at + 1 < list.size() && list[at + 1] >= '0' && list[at + 1] <= '9') device = true;
+    }
+    if (!device) {
+      p->ib_no_device = true;
+      return;
+    }
     if (!p->ib_using) {
       if (std::string_view oob; After(m, "OOB ", &oob)) {
         for (const auto& item : internal::ParseIfList(oob, 1)) {

@@ -158,6 +158,18 @@ size_t ParsePrefix(std::string_view line, size_t marker, size_t floor, bool need
   return open;
 }
 
+// The length of an upper-case word of 3 to 8 letters at `at`, followed by a space, that is not a
+// level this reader knows or NCCL's CALL; 0 otherwise.
+size_t UnknownLevelWord(std::string_view line, size_t at) {
+  size_t e = at;
+  while (e < line.size() && e - at < 9 && line[e] >= 'A' && line[e] <= 'Z') ++e;
+  const size_t len = e - at;
+  if (len < 3 || len > 8 || e >= line.size() || line[e] != ' ') return 0;
+  const std::string_view w = line.substr(at, len);
+  if (w == "INFO" || w == "WARN" || w == "TRACE" || w == "CALL") return 0;
+  return len;
+}
+
 bool Matches(std::string_view line, size_t at, std::string_view word) {
   if (line.size() < at + word.size()) return false;
   if (line.compare(at, word.size(), word) != 0) return false;
@@ -425,6 +437,18 @@ size_t FindRecords(std::string_view line, std::vector<Record>* out) {
       ok = false;
     }
     size_t msg_start = word + (r.level == Level::kTrace ? 6 : 5);
+    if (!ok) {
+      // A level word this reader does not know (one a later NCCL added), behind the same
+      // "host:pid:tid [dev] " prefix as INFO: read like an INFO line, so its message still
+      // counts, rather than dropped. Only with the device bracket, and never NCCL's CALL
+      // traces, whose message is an API call, not a log message.
+      const size_t len = UnknownLevelWord(line, word);
+      if (len > 0 && at >= 2 && line[at - 2] == ']') {
+        ok = true;
+        r.level = Level::kInfo;
+        msg_start = word + len + 1;
+      }
+    }
     if (ok) {
       size_t start = ParsePrefix(line, at, floor, r.level != Level::kInfo, &r);
       if (start != std::string_view::npos) {

@@ -54,6 +54,11 @@ Derived Derive(const State& st, const ProcState& p, bool socket_listing_counts) 
   d.socket_channels = socket > 0;
   d.net_channels = net > 0;
 
+  // "Failed to initialize NET plugin X": X is not the net, whatever its own lines said before.
+  // (IB's failure is ib_no_device.)
+  auto failed = [&p](std::string_view family) {
+    return p.plugin_init_failed && internal::NetFamily(p.failed_plugin) == family;
+  };
   // Which net carries NET traffic, strongest evidence first.
   // 2.4.2-2.4.7 print "NET/Socket : Using" even when IB/OFI moves the data (bootstrap).
   bool socket_using_means_socket =
@@ -64,16 +69,17 @@ Derived Derive(const State& st, const ProcState& p, bool socket_listing_counts) 
     d.network = p.channel_net;
   } else if (!p.network.empty()) {
     d.network = p.network;
-  } else if (!p.provider.empty() || p.ofi_seen) {
+  } else if ((!p.provider.empty() || p.ofi_seen) && !failed("OFI")) {
     d.network = "OFI";
-  } else if (p.ib_using) {
+  } else if (p.ib_using && !p.ib_no_device) {
     d.network = "IB";
   } else if (socket_using_means_socket) {
     d.network = "Socket";
     d.socket_by_listing = true;
   } else if (!p.weak_network.empty()) {
     d.network = p.weak_network;
-  } else if (!p.weak_family.empty()) {
+  } else if (!p.weak_family.empty() && !failed(p.weak_family) &&
+             !(p.weak_family == "IB" && p.ib_no_device)) {
     d.network = p.weak_family;
   } else if (p.ibext_seen) {
     d.network = "IBext";

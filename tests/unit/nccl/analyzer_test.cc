@@ -112,6 +112,40 @@ TEST(AnalyzerTest, ExtractsPluginStates) {
   EXPECT_EQ(FindProc(r, "f", 1)->net_plugin_state, "init_failed");
 }
 
+// NCCL 2.29.2 on a host without IB still prints its IB net's "Using" line, the device list empty
+// but for the relaxed-ordering flag, then gives up on it: the job is not on IB.
+TEST(AnalyzerTest, AnEmptyIbDeviceListAndAFailedPluginAreNotTheNet) {
+  for (const char* using_line : {"a:1:2 [0] NCCL INFO NET/IB : Using [RO]; OOB eth0:10.0.0.1<0>",
+                                 "a:1:2 [0] NCCL INFO NET/IB : Using ; OOB eth0:10.0.0.1<0>"}) {
+    SCOPED_TRACE(using_line);
+    Report r = Analyze({"a:1:1 [0] NCCL INFO NCCL version 2.29.2+cuda13.0",
+                        "a:1:2 [0] NCCL INFO NET/IB : No device found.", using_line,
+                        "a:1:2 [0] NCCL INFO Failed to initialize NET plugin IB"});
+    ASSERT_EQ(r.processes.size(), 1u);
+    EXPECT_NE(r.processes[0].network_family, "IB");
+    EXPECT_NE(r.processes[0].network, "IB");
+  }
+  // A real device list is IB.
+  Report ib =
+      Analyze({"a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.1.0.1<0>"});
+  EXPECT_EQ(ib.processes[0].network, "IB");
+  // aws-ofi-nccl said its piece, then NCCL gave up on it: not OFI.
+  Report ofi = Analyze({"a:1:2 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.14.0",
+                        "a:1:2 [0] NCCL INFO Failed to initialize NET plugin Libfabric"});
+  EXPECT_NE(ofi.processes[0].network_family, "OFI");
+}
+
+// A level word NCCL may add after 2.29 ("NCCL DEBUG ..." here): its line is read like an INFO
+// line, not dropped; NCCL's own CALL traces are not messages.
+TEST(AnalyzerTest, AnUnknownLevelWordIsReadLikeItsNeighbours) {
+  Report r = Analyze({"a:1:1 [0] NCCL INFO NCCL version 2.32.1+cuda13.0",
+                      "a:1:2 [0] NCCL NOTICE Using network Socket",
+                      "a:1:2 NCCL CALL ncclCommInitRank(0x1,16,0x2,3)"});
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].network, "Socket");
+  EXPECT_EQ(r.processes[0].nccl_version, "2.32.1");
+}
+
 TEST(AnalyzerTest, ExtractsBootstrapInAllFormats) {
   Report r = Analyze({
       "a:1:1 [0] NCCL INFO NET : Using interface ib0:12.12.12.102<0>",
