@@ -2,7 +2,7 @@
 # Quick start (b): install, build and run every check and test. This is what CI runs.
 #   1. packages   2. clang-format   3. build with warnings as errors   4. clang-tidy
 #   5. all tests (ctest, every label, each with a timeout)   6. unit tests under ASan+UBSan
-#   7. a short libFuzzer run of every fuzz target
+#   7. every fuzz target: its regression inputs replayed, then fixed-seed runs (deterministic)
 # Build folders: build/ (main), build-asan/, build-fuzz/; all incremental on a second run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +30,7 @@ cmake --build build-asan --target tests_unit -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -L unit -j"$jobs" --timeout 300)
 
-step "fuzz (short run, ASan+UBSan)"
-EFAWATCH_FUZZ_BUILD="$PWD/build-fuzz" tests/fuzz/run.sh 60
+step "fuzz (deterministic: regression inputs, then fixed-seed runs; ASan+UBSan)"
+EFAWATCH_FUZZ_BUILD="$PWD/build-fuzz" tests/fuzz/run.sh
 
 step "all checks passed"

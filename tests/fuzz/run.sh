@@ -1,33 +1,36 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target for SECONDS each (default 60) under ASan+UBSan, seeded from the
-# fixtures. Configures and builds build-fuzz/ when needed. Exit status is libFuzzer's (non-zero
-# on a crash, leak, sanitizer report or timeout).
-# Usage: tests/fuzz/run.sh [SECONDS]
+# The fuzz step of CI, deterministic: every libFuzzer target under ASan+UBSan
+#   1. replays its seeds (the fixtures) and every committed regression input
+#      (tests/fuzz/regressions/<target>/: past crashes and what exploration found), then
+#   2. mutates them for a fixed number of runs from a fixed seed (-seed=1 -runs=N).
+# The same commit gives the same inputs on every machine, so a change fails on its own inputs,
+# never on a bug a random exploration happened to find while it was landing. Exploring for new
+# bugs is tests/fuzz/explore.sh, run outside CI (docs/architecture.md, "Fuzzing").
+# Configures and builds build-fuzz/ when needed. Exit status is libFuzzer's (non-zero on a crash,
+# leak, sanitizer report or timeout).
+# Usage: tests/fuzz/run.sh [RUNS]   (mutations per target, default 20000)
 set -euo pipefail
-secs=${1:-60}
+runs=${1:-20000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${EFAWATCH_FUZZ_BUILD:-$root/build-fuzz}
-if [ ! -f "$build/build.ninja" ]; then
-  CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DEFAWATCH_FUZZ=ON \
-    -DEFAWATCH_SANITIZE=address,undefined -DEFAWATCH_CUDA=OFF > /dev/null
-fi
-cmake --build "$build" --target fuzz_nccl_analyzer fuzz_block_scanner fuzz_comm_line \
-  fuzz_pod_logs fuzz_checkpoint fuzz_inspector -j "${EFAWATCH_JOBS:-2}"
-# The pod log targets write a small log tree per input: on tmpfs they run about 3x faster.
-if [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
+# shellcheck source=tests/fuzz/targets.sh
+. "$root/tests/fuzz/targets.sh"
+fuzz_build
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# New inputs go to a scratch corpus per target; the fixtures are read-only seeds.
-run() {
-  local target=$1 seeds=$2 max_len=$3
+for entry in "${fuzz_targets[@]}"; do
+  read -r target seeds max_len <<<"$entry"
+  regressions="$root/tests/fuzz/regressions/$target"
+  inputs=("$seeds")
+  [ -d "$regressions" ] && inputs+=("$regressions")
+  echo "fuzz: $target: replay"
+  # Files given one by one are run once each, no mutation.
+  find "${inputs[@]}" -type f -print0 | sort -z |
+    xargs -0 "$build/fuzz/$target" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
+      -artifact_prefix="$work/$target-" >"$work/$target.replay.log" 2>&1 ||
+    { tail -50 "$work/$target.replay.log"; exit 1; }
+  echo "fuzz: $target: $runs runs from seed 1"
   mkdir -p "$work/$target"
-  "$build/fuzz/$target" -max_total_time="$secs" -max_len="$max_len" -timeout=10 \
+  "$build/fuzz/$target" -seed=1 -runs="$runs" -max_len="$max_len" -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/$target-" "$work/$target" \
-    "$seeds"
-}
-run fuzz_nccl_analyzer "$root/tests/fixtures/nccl" 16384
-run fuzz_block_scanner "$root/tests/fixtures/nccl" 16384
-run fuzz_comm_line "$root/tests/fuzz/nccl/comm_line_seeds" 4096
-run fuzz_pod_logs "$root/tests/fixtures/nccl" 16384
-run fuzz_checkpoint "$root/tests/fuzz/logs/checkpoint_seeds" 8192
-run fuzz_inspector "$root/tests/fixtures/inspector" 16384
+    "${inputs[@]}"
+done
