@@ -30,7 +30,9 @@ struct Row {
 };
 
 struct Totals {
-  uint64_t ops = 0, other_version = 0, malformed = 0;
+  // intervals: Prometheus-mode samples of NCCL >= 2.30, each a dump interval's geometric mean
+  // (a row's count then counts intervals: the plugin writes no op count).
+  uint64_t ops = 0, intervals = 0, other_version = 0, malformed = 0;
   std::set<std::string> comms;
   std::map<OpKey, Row> rows;
 
@@ -43,8 +45,8 @@ struct Totals {
       r.busbw_gbs = std::move(half);
       r.stride *= 2;
     }
-    r.comms.insert(op.comm_id);
-    comms.insert(op.comm_id);
+    r.comms.insert(inspector::CommKey(op));
+    comms.insert(inspector::CommKey(op));
   }
 };
 
@@ -64,7 +66,7 @@ bool ReadFile(const std::string& path, Totals& t) {
     const inspector::PromFile f = inspector::ParsePromText(ss.str());
     t.malformed += f.malformed;
     for (const InspectorOp& op : f.ops) {
-      ++t.ops;
+      ++(op.aggregated ? t.intervals : t.ops);
       t.Add(op);
     }
     return true;
@@ -125,9 +127,10 @@ int RunInspectorTable(const std::vector<std::string>& files, const std::string& 
   }
   for (auto& [key, row] : t.rows) std::sort(row.busbw_gbs.begin(), row.busbw_gbs.end());
   if (format == "json") {
-    out << "{\"inspector\": {\"ops\": " << t.ops << ", \"other_version\": " << t.other_version
-        << ", \"malformed\": " << t.malformed << ", \"communicators\": " << t.comms.size()
-        << ", \"expected_gbs\": " << Fixed(expected, 3) << ", \"rows\": [";
+    out << "{\"inspector\": {\"ops\": " << t.ops << ", \"interval_samples\": " << t.intervals
+        << ", \"other_version\": " << t.other_version << ", \"malformed\": " << t.malformed
+        << ", \"communicators\": " << t.comms.size() << ", \"expected_gbs\": " << Fixed(expected, 3)
+        << ", \"rows\": [";
     bool first = true;
     for (const auto& [key, row] : t.rows) {
       out << (first ? "" : ", ") << "{\"collective\": \"" << key.op << "\", \"size_bucket\": \""
@@ -141,6 +144,11 @@ int RunInspectorTable(const std::vector<std::string>& files, const std::string& 
     return 0;
   }
   out << "# NCCL Inspector: " << t.ops << " op(s)";
+  if (t.intervals > 0) {
+    out << ", " << t.intervals
+        << " interval sample(s) (Prometheus mode, NCCL >= 2.30: each the geometric mean of an "
+           "interval's ops; counts are intervals)";
+  }
   if (t.other_version > 0) out << " (+" << t.other_version << " of another format version)";
   out << " from " << files.size() << " file(s), " << t.comms.size() << " communicator(s)";
   if (t.malformed > 0) out << "; " << t.malformed << " malformed record(s) skipped";

@@ -211,6 +211,7 @@ void App::CreateInspector() {
   o.pod_log_root = config_.paths.pod_log_root;
   o.inspector_dir = config_.inspector_dir;
   o.max_comms_per_pod = config_.max_communicators_per_pod;
+  o.progress_stale_after = std::chrono::seconds(config_.inspector_stale_after_seconds);
   o.instance_type = config_.instance_type.empty() ? common::InstanceTypeFromDmi(config_.paths.sysfs)
                                                   : config_.instance_type;
   o.expected_bytes_per_second = common::ExpectedNetworkBytesPerSecond(o.instance_type);

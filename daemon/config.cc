@@ -238,6 +238,12 @@ const std::vector<Option>& Options() {
          c.inspector_dir = v;
          return absl::OkStatus();
        }},
+      {"inspector-stale-after-seconds", false,
+       "A communicator whose newest NCCL Inspector progress is older than this shows as stale "
+       "(efawatch_nccl_inspector_stale); longer than the jobs' dump interval (at least 30 s in "
+       "Prometheus mode).",
+       Unsigned(&Config::inspector_stale_after_seconds, "inspector-stale-after-seconds", 60,
+                86400)},
       {"state-dir", false, "Directory for the agent's state (checkpoints).",
        [](Config& c, const std::string& v) {
          c.state_dir = v;

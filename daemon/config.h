@@ -92,6 +92,7 @@ struct Config {
   // A hostPath the jobs' NCCL Inspector writes to (NCCL_INSPECTOR_DUMP_DIR); empty: pod volumes
   // only (daemon/inspector).
   std::filesystem::path inspector_dir;
+  unsigned inspector_stale_after_seconds = 600;  // inspector::InspectorCollectorOptions
   // Fleet ping mesh (probes/mesh); off unless a discovery is chosen.
   std::string mesh_discovery = "off";  // off | static | dns | kubernetes
   std::string mesh_peers;              // static: [node=]host[:port][/group],...

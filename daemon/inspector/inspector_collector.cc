@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/logs/beneath.h"
@@ -153,6 +155,27 @@ void InspectorCollector::Handle(const logs::LogSource& source, std::string_view 
   }
   if (s.pod_key.empty()) s.pod_key = PodFor(source, op);
   AddOp(s.pod_key, source.path.string(), op);
+  if (auto pod = pods_.find(s.pod_key); pod != pods_.end() && op.dump_timestamp_us > 0) {
+    NoteProgress(pod->second, op, op.dump_timestamp_us);
+  }
+}
+
+void InspectorCollector::NoteProgress(Pod& pod, const InspectorOp& op, int64_t unix_us) {
+  std::string key = CommKey(op);
+  auto it = pod.progress.find(key);
+  if (it == pod.progress.end()) {
+    if (pod.progress.size() >= options_.max_comms_per_pod) {
+      // Full: the communicator silent longest makes room (torn down, most likely).
+      auto oldest = pod.progress.begin();
+      for (auto p = pod.progress.begin(); p != pod.progress.end(); ++p) {
+        if (p->second.unix_us < oldest->second.unix_us) oldest = p;
+      }
+      if (oldest->second.unix_us > unix_us) return;
+      pod.progress.erase(oldest);
+    }
+    it = pod.progress.emplace(std::move(key), Progress{op.comm_id, op.comm_name, 0}).first;
+  }
+  it->second.unix_us = std::max(it->second.unix_us, unix_us);
 }
 
 std::string InspectorCollector::PodFor(const logs::LogSource& source, const InspectorOp& op) {
@@ -225,41 +248,123 @@ void InspectorCollector::OnPassComplete() {
   for (auto& [key, pod] : pods_) pod.table.DropSeenBefore(cutoff);
 }
 
+InspectorCollector::ReadResult InspectorCollector::ReadSettled(const fs::path& beneath,
+                                                               const fs::path& path,
+                                                               std::string* text, struct stat* st) {
+  // The plugin rewrites the file in place (fopen "w": truncate, then a write and a flush per
+  // sample pair), so a read can see it empty or cut. A read counts when the file did not change
+  // while it was read, ends with a whole line, and either parses to its end or is what the read
+  // before it saw; else it is read again shortly, a bounded number of times.
+  std::string previous;
+  for (int attempt = 0; attempt < std::max(1, options_.torn_read_tries); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(options_.torn_read_pause);
+    struct stat before {};
+    if (::lstat(path.c_str(), &before) != 0 || !S_ISREG(before.st_mode)) {
+      return ReadResult::kUnreadable;
+    }
+    if (static_cast<uint64_t>(before.st_size) > options_.max_prom_bytes) {
+      *st = before;
+      return ReadResult::kTooBig;
+    }
+    bool ok = false;
+    *text = ReadHead(beneath, path, options_.max_prom_bytes, &ok);
+    if (!ok) return ReadResult::kUnreadable;
+    struct stat after {};
+    if (::lstat(path.c_str(), &after) != 0) return ReadResult::kUnreadable;
+    const bool stable = before.st_ino == after.st_ino && before.st_size == after.st_size &&
+                        before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
+                        before.st_mtim.tv_nsec == after.st_mtim.tv_nsec &&
+                        text->size() == static_cast<size_t>(after.st_size);
+    if (stable && !text->empty() && text->back() == '\n' &&
+        (ParsePromText(*text).malformed == 0 || *text == previous)) {
+      *st = after;
+      return ReadResult::kOk;
+    }
+    previous = std::move(*text);
+  }
+  return ReadResult::kTorn;
+}
+
 void InspectorCollector::ReadPromFile(const fs::path& beneath, const fs::path& path,
                                       const logs::LogSource* pod, std::set<std::string>& seen) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
   const std::string key = path.string();
   seen.insert(key);
+  const auto mtime_ns = [](const struct stat& s) {
+    return static_cast<int64_t>(s.st_mtim.tv_sec) * 1'000'000'000 +
+           static_cast<int64_t>(s.st_mtim.tv_nsec);
+  };
+  bool first_sight = false;
   {
     std::lock_guard lock(mu_);
     auto it = prom_.find(key);
-    const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
-                          static_cast<int64_t>(st.st_mtim.tv_nsec);
     if (it != prom_.end() && it->second.ino == st.st_ino &&
-        it->second.size == static_cast<uint64_t>(st.st_size) && it->second.mtime_ns == mtime) {
+        it->second.size == static_cast<uint64_t>(st.st_size) &&
+        it->second.mtime_ns == mtime_ns(st)) {
       return;  // unchanged since the last read
     }
-    PromTracked& t = prom_[key];
-    if (t.ino != st.st_ino) t.last_sn.clear();
-    t.ino = st.st_ino;
-    t.size = static_cast<uint64_t>(st.st_size);
-    t.mtime_ns = mtime;
-    if (t.size > options_.max_prom_bytes) {
-      ++prom_malformed_;
-      return;
-    }
+    first_sight = it == prom_.end();
   }
-  bool ok = false;
-  const std::string text = ReadHead(beneath, path, options_.max_prom_bytes, &ok);
-  if (!ok) return;
-  const PromFile file = ParsePromText(text);
+  std::string text;
+  const ReadResult read = ReadSettled(beneath, path, &text, &st);
   std::lock_guard lock(mu_);
   PromTracked& t = prom_[key];
+  if (read == ReadResult::kUnreadable) return;
+  if (read == ReadResult::kTorn) {
+    ++prom_torn_;  // the stamp stays as it was: read again on the next pass
+    return;
+  }
+  if (t.ino != st.st_ino) {
+    t.last_sn.clear();
+    t.last_text.clear();
+  }
+  t.ino = st.st_ino;
+  t.size = static_cast<uint64_t>(st.st_size);
+  const int64_t previous_mtime = t.mtime_ns;
+  t.mtime_ns = mtime_ns(st);
+  if (read == ReadResult::kTooBig) {
+    ++prom_malformed_;
+    return;
+  }
+  // Count only what this rewrite adds to the one before when it continues it (see last_text):
+  // a v5.1 dump takes milliseconds, and dumps are 30 s apart at least.
+  std::string_view fresh = text;
+  if (!t.last_text.empty() && text.starts_with(t.last_text) &&
+      t.mtime_ns - previous_mtime < 15'000'000'000) {
+    fresh.remove_prefix(t.last_text.size());
+  }
+  t.last_text = text.size() <= (64u << 10) ? text : std::string();
+  const PromFile file = ParsePromText(fresh);
   prom_malformed_ += file.malformed;
+  prom_empty_ += file.empty;
+  const int64_t progress_us = t.mtime_ns / 1000;
+  const int64_t wall_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(clock_.WallNow().time_since_epoch())
+          .count();
+  // A file first seen already stale holds a hung (or ended) job's last interval: its progress
+  // time shows, its values are no current bandwidth.
+  const bool stale_at_first_sight =
+      first_sight && wall_us - progress_us > std::chrono::duration_cast<std::chrono::microseconds>(
+                                                 options_.progress_stale_after)
+                                                 .count();
   for (const InspectorOp& op : file.ops) {
-    // Each dump holds the latest op of each (communicator, collective, size): counted once,
-    // by its sequence number; a dump without one counts each rewrite.
+    if (t.pod_key.empty()) {
+      logs::LogSource src;
+      if (pod != nullptr) src = *pod;
+      src.path = path;
+      t.pod_key = PodFor(src, op);
+    }
+    if (auto p = pods_.find(t.pod_key); p != pods_.end()) {
+      p->second.sources.insert(key);
+      NoteProgress(p->second, op, progress_us);
+    }
+    if (stale_at_first_sight) {
+      ++prom_stale_;
+      continue;
+    }
+    // A 2.29-era dump holds the latest op of each (communicator, collective, size): counted
+    // once, by its sequence number. A v5.1 sample is new with every rewrite.
     const std::string id = op.comm_id + "/" + op.op + "/" +
                            std::string(SizeBucketLabel(SizeBucket(op.msg_size_bytes)));
     if (op.sn >= 0) {
@@ -269,12 +374,6 @@ void InspectorCollector::ReadPromFile(const fs::path& beneath, const fs::path& p
         last->second = op.sn;
       }
       if (t.last_sn.size() > 4096) t.last_sn.clear();
-    }
-    if (t.pod_key.empty()) {
-      logs::LogSource src;
-      if (pod != nullptr) src = *pod;
-      src.path = path;
-      t.pod_key = PodFor(src, op);
     }
     ++prom_ops_;
     AddOp(t.pod_key, key, op);
@@ -332,18 +431,33 @@ absl::Status InspectorCollector::Collect(std::chrono::steady_clock::time_point /
                                   {"malformed", malformed_},
                                   {"dropped", dropped_},
                                   {"prom_op", prom_ops_},
-                                  {"prom_malformed", prom_malformed_}}) {
+                                  {"prom_malformed", prom_malformed_},
+                                  {"prom_empty", prom_empty_},
+                                  {"prom_torn", prom_torn_},
+                                  {"prom_stale", prom_stale_}}) {
     sink.Add(M::kNcclInspectorRecordsTotal, {{"result", result}}, static_cast<double>(n));
   }
   common::HistogramSample h;
   h.bounds.assign(kBusbwBounds.begin(), kBusbwBounds.end());
+  const double wall_s = std::chrono::duration<double>(clock_.WallNow().time_since_epoch()).count();
+  const double stale_s = std::chrono::duration<double>(options_.progress_stale_after).count();
   for (const auto& [key, pod] : pods_) {
-    for (const auto& [comm_id, comm] : pod.table.comms()) {
+    for (const auto& [comm_key, p] : pod.progress) {
+      const common::Labels labels = {{"namespace", pod.namespace_name},
+                                     {"pod", pod.pod},
+                                     {"comm_id", p.comm_id},
+                                     {"comm_name", p.comm_name}};
+      const double at_s = static_cast<double>(p.unix_us) * 1e-6;
+      sink.Add(M::kNcclInspectorProgressTimestampSeconds, labels, at_s);
+      sink.Add(M::kNcclInspectorStale, labels, wall_s - at_s > stale_s ? 1 : 0);
+    }
+    for (const auto& [comm_key, comm] : pod.table.comms()) {
       for (const auto& [op_key, stats] : comm.ops) {
         const common::Labels labels = {
             {"namespace", pod.namespace_name},
             {"pod", pod.pod},
-            {"comm_id", comm_id},
+            {"comm_id", comm.comm_id},
+            {"comm_name", comm.comm_name},
             {"collective", op_key.op},
             {"size_bucket", std::string(SizeBucketLabel(op_key.size_bucket))}};
         h.cumulative.assign(stats.buckets.size(), 0);

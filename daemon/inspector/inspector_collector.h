@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -40,6 +42,13 @@ struct InspectorCollectorOptions {
   /// this size (the Inspector's are a few KiB per GPU; a larger one is skipped, counted).
   std::chrono::milliseconds prom_interval{2000};
   uint64_t max_prom_bytes = 1 << 20;
+  /// A communicator whose newest progress is older than this is stale
+  /// (--inspector-stale-after-seconds). Longer than any dump interval a job uses: Prometheus
+  /// mode writes at most every 30 s, and only after ops completed.
+  std::chrono::seconds progress_stale_after{600};
+  /// A file caught mid-rewrite is read again up to this many times in one pass, this far apart.
+  int torn_read_tries = 8;
+  std::chrono::microseconds torn_read_pause{2000};
 };
 
 /// The TailerOptions of the tailer that follows Inspector JSON Lines files for `collector`:
@@ -81,10 +90,16 @@ class InspectorCollector final : public logs::LineSink, public common::Collector
   void ReadPromFiles();
 
  private:
+  // The newest progress of one communicator of a pod (Unix time, microseconds).
+  struct Progress {
+    std::string comm_id, comm_name;
+    int64_t unix_us = 0;
+  };
   struct Pod {
     std::string namespace_name, pod;
     CommTable table;
-    std::set<std::string> sources;  // paths feeding it
+    std::map<std::string, Progress> progress;  // by CommKey; kept while a source feeds the pod
+    std::set<std::string> sources;             // paths feeding it
   };
   struct Source {
     bool decided = false, recognised = false;
@@ -95,7 +110,15 @@ class InspectorCollector final : public logs::LineSink, public common::Collector
     int64_t mtime_ns = 0;
     std::string pod_key;
     std::map<std::string, int64_t> last_sn;  // comm/op/size -> newest sequence number counted
+    // The text last counted: a rewrite that begins with it, moments later, is the rest of the
+    // same dump (a read that caught the writer between two of its flushes), counted from there.
+    std::string last_text;
   };
+  // A settled read of a Prometheus-mode file: its whole text, stable across the read.
+  enum class ReadResult { kOk, kTorn, kUnreadable, kTooBig };
+  ReadResult ReadSettled(const std::filesystem::path& beneath, const std::filesystem::path& path,
+                         std::string* text, struct stat* st);
+  void NoteProgress(Pod& pod, const InspectorOp& op, int64_t unix_us);
   void Handle(const logs::LogSource& source, std::string_view line);
   // The pod an op of `source` belongs to: the source's own, else the pod whose name is the
   // record's hostname on this node, else none ("" namespace and pod).
@@ -119,7 +142,7 @@ class InspectorCollector final : public logs::LineSink, public common::Collector
   std::chrono::steady_clock::time_point next_prom_{};
   std::chrono::steady_clock::time_point next_names_{};
   uint64_t ops_ = 0, other_version_ = 0, malformed_ = 0, dropped_ = 0, prom_ops_ = 0,
-           prom_malformed_ = 0;
+           prom_malformed_ = 0, prom_empty_ = 0, prom_torn_ = 0, prom_stale_ = 0;
 };
 
 }  // namespace efawatch::inspector

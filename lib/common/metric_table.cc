@@ -268,20 +268,40 @@ std::vector<MetricDef> BuildTable() {
        "busbw, in bytes a second), per communicator (comm_id: the Inspector's id, the same "
        "0x-hex form as efawatch_nccl_communicator_info's), collective (AllReduce, ..., Send, "
        "Recv) and message size bucket (<64KiB, then powers of 4 from 64KiB to 1GiB and more: "
-       "the lower bound). _count: operations.",
-       {"namespace", "pod", "comm_id", "collective", "size_bucket"}},
+       "the lower bound). comm_name: what the job named the communicator (\"unknown\" when "
+       "unnamed, \"\" when the record does not say). _count: operations from JSON Lines files; "
+       "from Prometheus-mode files of NCCL >= 2.30 (no comm_id: \"\"), dump intervals, each "
+       "one observation of the interval's geometric-mean busbw (the plugin writes no op count).",
+       {"namespace", "pod", "comm_id", "comm_name", "collective", "size_bucket"}},
       {M::kNcclExecSecondsTotal.name(),
        T::kCounter,
        "Time the NCCL operations of efawatch_nccl_busbw_bytes_per_second took, as the Inspector "
-       "timed them.",
-       {"namespace", "pod", "comm_id", "collective", "size_bucket"}},
+       "timed them (Prometheus mode >= 2.30: the interval's mean time, once per interval).",
+       {"namespace", "pod", "comm_id", "comm_name", "collective", "size_bucket"}},
+      {M::kNcclInspectorProgressTimestampSeconds.name(),
+       T::kGauge,
+       "When the pod's communicator last showed progress in its NCCL Inspector output (Unix "
+       "time): JSON Lines, the newest record's dump_timestamp_us; Prometheus mode, when the file "
+       "was last rewritten (the plugin rewrites it only after ops completed). Shown from the "
+       "first read, so an agent started after a job hung sees how old it is.",
+       {"namespace", "pod", "comm_id", "comm_name"}},
+      {M::kNcclInspectorStale.name(),
+       T::kGauge,
+       "1 while the communicator's newest Inspector progress is older than "
+       "--inspector-stale-after-seconds and its file is still there (its pod runs): its "
+       "collectives stopped, or the plugin stopped writing; 0 otherwise. A stale Prometheus-mode "
+       "file's values are not counted as current bandwidth.",
+       {"namespace", "pod", "comm_id", "comm_name"}},
       {M::kNcclInspectorRecordsTotal.name(),
        T::kCounter,
        "NCCL Inspector records read, by result: op (counted), other_version (a format other "
        "than v4.0: the known fields counted), malformed (skipped), dropped (over a cap: "
        "--max-communicators-per-pod communicators per pod, 32 (collective, size bucket) pairs "
        "per communicator), "
-       "prom_op (from a Prometheus-mode file), prom_malformed.",
+       "prom_op (from a Prometheus-mode file), prom_malformed, prom_empty (an interval without "
+       "a timed op: bandwidth 0), prom_torn (a file caught mid-rewrite on every try of a pass: "
+       "read again on the next, never counted malformed), prom_stale (samples of a file already "
+       "stale when first seen: not counted as bandwidth).",
        {"result"}},
       {M::kNcclInspectorFiles.name(),
        T::kGauge,

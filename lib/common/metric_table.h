@@ -133,6 +133,9 @@ struct M {
   static constexpr Metric kNcclExecSecondsTotal{"efawatch_nccl_exec_seconds_total"};
   static constexpr Metric kNcclInspectorRecordsTotal{"efawatch_nccl_inspector_records_total"};
   static constexpr Metric kNcclInspectorFiles{"efawatch_nccl_inspector_files"};
+  static constexpr Metric kNcclInspectorProgressTimestampSeconds{
+      "efawatch_nccl_inspector_progress_timestamp_seconds"};
+  static constexpr Metric kNcclInspectorStale{"efawatch_nccl_inspector_stale"};
   static constexpr Metric kFabricExpectedBandwidthBytesPerSecond{
       "efawatch_fabric_expected_bandwidth_bytes_per_second"};
 

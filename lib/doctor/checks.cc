@@ -16,6 +16,7 @@
 #include "lib/doctor/known_bad.h"
 #include "lib/doctor/libraries.h"
 #include "lib/doctor/loaded.h"
+#include "lib/inspector/start_lines.h"
 
 namespace efawatch::doctor {
 namespace {
@@ -509,7 +510,84 @@ Check Overrides(const Target& t) {
 // switched on, dumping live, and where: a relative NCCL_INSPECTOR_DUMP_DIR (or none: the
 // plugin's nccl-inspector-<job id>) is below the process's working directory, inside the
 // container's own filesystem, which the agent cannot see unless it is a volume.
+// The mount point `dir` lies on, from the process's mountinfo, and its file system type: a
+// directory on the container's root ("/", overlay) is in no volume the agent can read.
+std::pair<std::string, std::string> MountOf(const fs::path& proc_dir, const std::string& dir) {
+  std::ifstream in(proc_dir / "mountinfo");
+  std::string best, type;
+  for (std::string line; std::getline(in, line);) {
+    // "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue"
+    std::istringstream f(line);
+    std::string id, parent, dev, source, point;
+    f >> id >> parent >> dev >> source >> point;
+    const size_t dash = line.find(" - ");
+    if (point.empty() || dash == std::string::npos) continue;
+    const bool under = point == "/" || dir == point || dir.starts_with(point + "/");
+    if (under && point.size() >= best.size()) {
+      best = point;
+      std::istringstream rest(line.substr(dash + 3));
+      rest >> type;
+    }
+  }
+  return {best, type};
+}
+
+// The Inspector as it announced itself in the process's own NCCL log: what it really does,
+// whatever the environment says.
+Check InspectorFromLog(const Target& t, const inspector::InspectorStart& s) {
+  std::string dir = s.DumpDir();
+  if (dir.empty()) dir = "nccl-inspector-<job id> (default)";
+  const int64_t us = s.EffectiveIntervalUs();
+  const std::string interval =
+      us < 0
+          ? std::string("only at teardown (interval -1)")
+          : "every " + std::to_string(us / 1000) + " ms" +
+                (us != s.IntervalUs() ? " (raised from " + std::to_string(s.IntervalUs() / 1000) +
+                                            " ms: Prometheus mode's minimum)"
+                                      : "");
+  const std::string what = "NCCL Inspector " +
+                           (s.version.empty() ? std::string() : s.version + " ") +
+                           "loaded: " + std::string(s.ModeName()) + " to " + dir + ", " + interval;
+  const std::string evidence = t.log_path + ": the Inspector's start lines";
+  if (!s.Enabled()) {
+    return Make("nccl.inspector", Status::kWarn, what + ", but not enabled", evidence,
+                "set NCCL_INSPECTOR_ENABLE=1");
+  }
+  if (us < 0) {
+    return Make("nccl.inspector", Status::kWarn,
+                what + ": nothing is written while the job runs, and a crash writes nothing",
+                evidence,
+                s.Prometheus() ? "set NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS=30000000"
+                               : "set NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS=1000000");
+  }
+  if (s.DumpDir().empty() || !s.DumpDir().starts_with("/")) {
+    return Make("nccl.inspector", Status::kWarn, what + ", relative to the working directory",
+                evidence, "set NCCL_INSPECTOR_DUMP_DIR to a directory in a volume (/tmp/ray/...)");
+  }
+  if (!t.proc_dir.empty()) {
+    const auto [point, type] = MountOf(t.proc_dir, s.DumpDir());
+    if (point == "/" && type == "overlay") {
+      return Make("nccl.inspector", Status::kWarn,
+                  what + ", on the container's own file system: in no volume the agent reads",
+                  evidence, "point NCCL_INSPECTOR_DUMP_DIR into an emptyDir (e.g. /tmp/ray)");
+    }
+  }
+  if (us != s.IntervalUs()) {
+    return Make("nccl.inspector", Status::kWarn, what, evidence,
+                "set the interval to 30000000 or more: Prometheus mode raises it anyway");
+  }
+  return Make("nccl.inspector", Status::kPass, what, evidence);
+}
+
 Check Inspector(const Target& t) {
+  inspector::InspectorStart start;
+  for (size_t at = 0; at < t.log_head.size();) {
+    size_t nl = t.log_head.find('\n', at);
+    if (nl == std::string::npos) nl = t.log_head.size();
+    inspector::FeedStartLine(std::string_view(t.log_head).substr(at, nl - at), &start);
+    at = nl + 1;
+  }
+  if (start.Seen()) return InspectorFromLog(t, start);
   std::string mapped;
   for (const std::string& m : t.mapped) {
     if (m.find("libnccl-profiler-inspector") != std::string::npos) mapped = m;

@@ -37,6 +37,9 @@ struct Target {
   std::filesystem::path proc_dir;
   std::map<std::string, std::string> env;  ///< Its NCCL_/FI_/LD_ settings.
   std::vector<std::string> mapped;         ///< Files the process has mapped (--pid).
+  /// The process's NCCL log (--pid; ReadProcessLog): where it is and its first MiBs.
+  std::string log_path;
+  std::string log_head;
   /// The root is this machine's running filesystem: a library found may be loaded and asked
   /// for its version (dlopen), a device opened, limits read from this process.
   bool live = true;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/doctor/doctor.h"
+#include "lib/doctor/process_log.h"
 
 namespace efawatch::doctor {
 
@@ -75,6 +76,11 @@ absl::StatusOr<Target> ProcessTarget(const std::filesystem::path& proc, pid_t pi
       t.mapped.push_back(path);
     }
   }
+  const auto debug_file = t.env.find("NCCL_DEBUG_FILE");
+  ProcessLog log =
+      ReadProcessLog(t.proc_dir, debug_file == t.env.end() ? std::string() : debug_file->second);
+  t.log_path = std::move(log.path);
+  t.log_head = std::move(log.head);
   return t;
 }
 

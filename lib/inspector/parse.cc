@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "lib/common/number.h"
 #include "lib/inspector/record.h"
 #include "lib/nccl/labels.h"
 #include "nlohmann/json.hpp"
@@ -34,8 +35,13 @@ double Number(const Json& j, const char* name) {
 }
 
 int Int(const Json& j, const char* name) {
-  const double d = Number(j, name);
-  return d < 0 || d > 1e9 ? -1 : static_cast<int>(d);
+  return static_cast<int>(common::CheckedInt(Number(j, name), 0, 1'000'000'000).value_or(-1));
+}
+
+// A non-negative 64-bit field (a pid, a sequence number, a time stamp): -1 when absent, negative,
+// or beyond what any real value reaches (2^53, past which a double no longer holds an integer).
+int64_t Int64(const Json& j, const char* name) {
+  return common::CheckedInt(Number(j, name), 0, int64_t{1} << 53).value_or(-1);
 }
 
 // Comm ids are NCCL's commId ("0x7f8c496ae9f661"), lower case as NCCL prints it in its log, so
@@ -52,21 +58,20 @@ std::string CommId(const Json& header) { return NormalizeCommId(String(header, "
 bool ReadPerf(const Json& perf, const char* prefix, InspectorOp* out) {
   const std::string p = prefix;
   out->op = String(perf, prefix);  // "coll": "AllReduce", "p2p": "Send"
-  const double size = Number(perf, (p + "_msg_size_bytes").c_str());
+  const int64_t size = Int64(perf, (p + "_msg_size_bytes").c_str());
   const double time = Number(perf, (p + "_exec_time_us").c_str());
-  const double sn = Number(perf, (p + "_sn").c_str());
   out->algobw_gbs = Number(perf, (p + "_algobw_gbs").c_str());
   out->busbw_gbs = Number(perf, (p + "_busbw_gbs").c_str());
-  if (out->op.empty() || out->op.size() > 32 || size < 0 || size > 1e18) return false;
+  if (out->op.empty() || out->op.size() > 32 || size < 0) return false;
   out->msg_size_bytes = static_cast<uint64_t>(size);
   out->exec_time_us = time < 0 ? 0 : time;
-  out->sn = sn < 0 ? -1 : static_cast<int64_t>(sn);
+  out->sn = Int64(perf, (p + "_sn").c_str());
   if (out->busbw_gbs < 0 && out->algobw_gbs >= 0) {
     out->busbw_gbs = out->algobw_gbs * BusBwFactor(out->op, out->n_ranks);
   }
   if (out->busbw_gbs < 0 && time > 0) {
     // Neither bandwidth: from the size and the time, as nccl-tests computes algbw.
-    out->algobw_gbs = size / (time * 1e-6) / 1e9;
+    out->algobw_gbs = static_cast<double>(size) / (time * 1e-6) / 1e9;
     out->busbw_gbs = out->algobw_gbs * BusBwFactor(out->op, out->n_ranks);
   }
   return out->busbw_gbs >= 0;
@@ -105,8 +110,9 @@ LineKind ParseJsonLine(std::string_view line, InspectorOp* out) {
   out->n_ranks = Int(*header, "n_ranks");
   out->nnodes = Int(*header, "nnodes");
   out->hostname = String(*metadata, "hostname").substr(0, 253);
-  const double pid = Number(*metadata, "pid");
-  out->pid = pid < 0 ? -1 : static_cast<int64_t>(pid);
+  out->pid = Int64(*metadata, "pid");
+  out->dump_timestamp_us = Int64(*metadata, "dump_timestamp_us");
+  out->comm_name = String(*header, "comm_name").substr(0, 128);
   if (out->comm_id.empty()) return LineKind::kMalformed;
   bool ok = false;
   if (const Json* coll = Member(j, "coll_perf"); coll != nullptr) {
@@ -134,9 +140,17 @@ bool LooksLikeInspectorJson(std::string_view first_line) {
 uint64_t ParseMessageSize(std::string_view v) {
   while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
   double number = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), number);
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), number);
   if (ec != std::errc() || number < 0 || !std::isfinite(number)) return 0;
-  std::string unit(end, v.data() + v.size());
+  const char* const last = v.data() + v.size();
+  if (end != last && *end == '-') {
+    // A v5.1 class, "32-33MB": the lower bound names it; the upper must be a number too.
+    double upper = 0;
+    const auto [upper_end, upper_ec] = std::from_chars(end + 1, last, upper);
+    if (upper_ec != std::errc() || upper < number) return 0;
+    end = upper_end;
+  }
+  std::string unit(end, last);
   std::erase(unit, ' ');
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   static const std::map<std::string, double> kUnits = {{"", 1},
@@ -151,8 +165,8 @@ uint64_t ParseMessageSize(std::string_view v) {
                                                        {"TIB", 1ull << 40}};
   const auto it = kUnits.find(unit);
   if (it == kUnits.end()) return 0;
-  const double bytes = number * it->second;
-  return bytes > 1e18 ? 0 : static_cast<uint64_t>(std::llround(bytes));
+  return static_cast<uint64_t>(
+      common::CheckedInt(std::round(number * it->second), 0, int64_t{1} << 60).value_or(0));
 }
 
 namespace {
@@ -218,10 +232,14 @@ std::string Label(const PromSample& s, std::string_view name) {
 }
 
 int IntLabel(const PromSample& s, std::string_view name) {
-  const std::string v = Label(s, name);
-  int out = -1;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  return ec == std::errc() && end == v.data() + v.size() ? out : -1;
+  return static_cast<int>(common::ParseInt(Label(s, name), 0, 1'000'000'000).value_or(-1));
+}
+
+bool HasLabel(const PromSample& s, std::string_view name) {
+  for (const auto& [k, v] : s.labels) {
+    if (k == name) return true;
+  }
+  return false;
 }
 
 // The labels that name one op: all but the metric's own.
@@ -262,23 +280,34 @@ PromFile ParsePromText(std::string_view text) {
   for (const auto& [b, kind] : bandwidths) {
     InspectorOp op;
     op.kind = kind;
-    const std::string id = NormalizeCommId(Label(b, "comm_id"));
-    op.comm_id = id;
-    op.op = Label(b, kind == OpKind::kCollective ? "collective" : "p2p");
-    if (op.op.empty()) op.op = Label(b, "collective");
+    // v5.1 and later name no communicator and carry a `version`; 2.29 named it by comm_id.
+    op.aggregated = !HasLabel(b, "comm_id");
+    op.comm_id = NormalizeCommId(Label(b, "comm_id"));
+    // The op's name: "collective" (both generations), "p2p_operation" (v5.1 P2P), "p2p" (older).
+    for (const char* name : {"collective", "p2p_operation", "p2p"}) {
+      if (op.op.empty()) op.op = Label(b, name);
+    }
     op.msg_size_bytes = ParseMessageSize(Label(b, "message_size"));
     op.rank = IntLabel(b, "rank");
-    op.n_ranks = IntLabel(b, "n_ranks");
+    op.n_ranks = IntLabel(b, HasLabel(b, "nranks") ? "nranks" : "n_ranks");
     op.nnodes = IntLabel(b, "n_nodes");
-    op.hostname = Label(b, "hostname").substr(0, 253);
+    op.hostname = Label(b, op.aggregated ? "node" : "hostname").substr(0, 253);
     op.pid = IntLabel(b, "pid");
-    const std::string sn = Label(b, kind == OpKind::kCollective ? "coll_sn" : "p2p_sn");
-    int64_t n = -1;
-    if (std::from_chars(sn.data(), sn.data() + sn.size(), n).ec == std::errc()) op.sn = n;
+    op.comm_name = Label(b, "comm_name").substr(0, 128);
+    op.algo_proto = Label(b, "algo_proto").substr(0, 64);
+    op.gpu = Label(b, op.aggregated ? "gpu" : "gpu_device_id").substr(0, 32);
+    op.sn = common::ParseInt(Label(b, kind == OpKind::kCollective ? "coll_sn" : "p2p_sn"), 0,
+                             int64_t{1} << 62)
+                .value_or(-1);
     op.busbw_gbs = b.value;
     if (auto it = exec_us.find(OpKey(b)); it != exec_us.end()) op.exec_time_us = it->second;
-    if (id.empty() || op.op.empty() || op.op.size() > 32 || op.busbw_gbs < 0) {
+    const bool named = op.aggregated ? !op.comm_name.empty() : !op.comm_id.empty();
+    if (!named || op.op.empty() || op.op.size() > 32 || op.busbw_gbs < 0) {
       ++out.malformed;
+      continue;
+    }
+    if (op.busbw_gbs == 0) {
+      ++out.empty;  // the plugin writes 0 for an interval in which no op had a bandwidth
       continue;
     }
     out.ops.push_back(std::move(op));

@@ -18,27 +18,35 @@ std::string_view SizeBucketLabel(size_t bucket) {
   return kLabels[std::min(bucket, kSizeBuckets - 1)];
 }
 
+std::string CommKey(const InspectorOp& op) {
+  return op.comm_id.empty() ? "name:" + op.comm_name : op.comm_id;
+}
+
 bool CommTable::Add(const InspectorOp& op, int64_t now_ns) {
-  auto it = comms_.find(op.comm_id);
+  std::string key = CommKey(op);
+  auto it = comms_.find(key);
   if (it == comms_.end()) {
     if (comms_.size() >= limits_.max_comms) {
       ++dropped_;
       return false;
     }
-    it = comms_.emplace(op.comm_id, CommStats{}).first;
+    it = comms_.emplace(std::move(key), CommStats{}).first;
+    it->second.comm_id = op.comm_id;
+    it->second.comm_name = op.comm_name;
   }
   CommStats& c = it->second;
+  if (!op.comm_name.empty()) c.comm_name = op.comm_name;
   if (op.n_ranks > 0) c.n_ranks = op.n_ranks;
   if (op.nnodes > 0) c.nnodes = op.nnodes;
   c.last_seen_ns = now_ns;
-  OpKey key{op.op, SizeBucket(op.msg_size_bytes)};
-  auto stats = c.ops.find(key);
+  OpKey op_key{op.op, SizeBucket(op.msg_size_bytes)};
+  auto stats = c.ops.find(op_key);
   if (stats == c.ops.end()) {
     if (c.ops.size() >= limits_.max_keys_per_comm) {
       ++dropped_;
       return false;
     }
-    stats = c.ops.emplace(std::move(key), OpStats{}).first;
+    stats = c.ops.emplace(std::move(op_key), OpStats{}).first;
   }
   OpStats& s = stats->second;
   const double bw = op.busbw_gbs * 1e9;

@@ -47,11 +47,17 @@ struct OpKey {
 };
 
 struct CommStats {
+  std::string comm_id;    // "" for Prometheus mode >= 2.30, which names none
+  std::string comm_name;  // "" when the record does not say
   int n_ranks = -1;
   int nnodes = -1;
   int64_t last_seen_ns = 0;  // the caller's clock
   std::map<OpKey, OpStats> ops;
 };
+
+/// The key of an op's communicator: its id, or (Prometheus mode >= 2.30, which writes none) its
+/// name, "name:<comm_name>", which no id ("0x...") can equal.
+std::string CommKey(const InspectorOp& op);
 
 /// The operations of one process or pod, per communicator, (collective, size bucket): counts
 /// only, so memory is bounded by the caps whatever the number of records. Not thread-safe.
@@ -69,12 +75,13 @@ class CommTable {
   /// Forgets communicators not seen since `cutoff_ns` (torn down, or the job is gone).
   void DropSeenBefore(int64_t cutoff_ns);
 
+  /// By CommKey(op).
   const std::map<std::string, CommStats>& comms() const { return comms_; }
   uint64_t dropped() const { return dropped_; }
 
  private:
   Limits limits_;
-  std::map<std::string, CommStats> comms_;  // by comm_id
+  std::map<std::string, CommStats> comms_;  // by CommKey
   uint64_t dropped_ = 0;
 };
 

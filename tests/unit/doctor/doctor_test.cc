@@ -3,9 +3,13 @@
 
 #include "lib/doctor/doctor.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <rdma/fabric.h>
+#include <signal.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -360,6 +364,92 @@ TEST_F(DoctorTest, ProcessTargetReadsEnvironmentMapsAndLimits) {
   for (const Check& c : RunChecks(*t)) by_id[c.id] = c;
   EXPECT_EQ(by_id["limits.memlock"].status, Status::kPass);
   EXPECT_FALSE(ProcessTarget(proc, 1).ok());
+}
+
+constexpr char kInspectorStart[] =
+    "NCCL Inspector Plugin - Version: v2.30.3-1\n"
+    "NCCL Inspector Environment Variables:\n"
+    "  NCCL_INSPECTOR_ENABLE = 1\n"
+    "  NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS = 1000000\n"
+    "  NCCL_INSPECTOR_DUMP_DIR = /tmp/ray/inspector\n"
+    "  NCCL_INSPECTOR_PROM_DUMP = 1\n"
+    "w-0:7:7 [0] NCCL INFO NCCL version 2.30.3+cuda13.0\n";
+
+// --pid: the process's own NCCL log (NCCL_DEBUG_FILE, %h and %p as the process sees them) holds
+// the Inspector's start lines; the check names what the plugin really does, whatever the
+// environment says, and whether its directory is in a volume.
+TEST_F(DoctorTest, InspectorStartLinesInTheProcessLogNameModeDirectoryAndInterval) {
+  const fs::path proc = fs::path(dir_.path()) / "proc";
+  const fs::path p = proc / "4242";
+  fs::create_directories(p / "root/etc");
+  fs::create_directories(p / "root/logs");
+  WriteFile((p / "root/etc/hostname").string(), "w-0\n");
+  WriteFile((p / "status").string(), "Name:\tpython\nNSpid:\t4242\t7\n");
+  WriteFile((p / "environ").string(), std::string("NCCL_DEBUG_FILE=/logs/nccl.%h.%p.log") + '\0');
+  WriteFile((p / "root/logs/nccl.w-0.7.log").string(), kInspectorStart);
+  const std::string overlay_root =
+      "1 0 0:31 / / rw,relatime - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w\n";
+  WriteFile((p / "mountinfo").string(),
+            overlay_root + "2 1 259:1 /pods/x/volumes/ray /tmp/ray rw - ext4 /dev/nvme0n1p1 rw\n");
+  auto t = ProcessTarget(proc, 4242);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->log_path, "/logs/nccl.w-0.7.log");
+  t->live = false;
+  Check c = Find(RunChecks(*t), "nccl.inspector");
+  EXPECT_EQ(c.status, Status::kWarn) << "Prometheus mode raised the 1 s interval to 30 s";
+  EXPECT_NE(c.summary.find("Prometheus textfiles to /tmp/ray/inspector, every 30000 ms (raised "
+                           "from 1000 ms"),
+            std::string::npos)
+      << c.summary;
+  EXPECT_NE(c.summary.find("v2.30.3-1"), std::string::npos) << c.summary;
+  // The same in JSON mode: all is well.
+  std::string json = kInspectorStart;
+  json.replace(json.find("PROM_DUMP = 1"), 13, "PROM_DUMP = 0");
+  WriteFile((p / "root/logs/nccl.w-0.7.log").string(), json);
+  t = ProcessTarget(proc, 4242);
+  c = Find(RunChecks(*t), "nccl.inspector");
+  EXPECT_EQ(c.status, Status::kPass) << c.summary;
+  EXPECT_NE(c.summary.find("JSON Lines to /tmp/ray/inspector, every 1000 ms"), std::string::npos)
+      << c.summary;
+  // The directory on the container's own root: no volume the agent reads.
+  WriteFile((p / "mountinfo").string(), overlay_root);
+  c = Find(RunChecks(*t), "nccl.inspector");
+  EXPECT_EQ(c.status, Status::kWarn);
+  EXPECT_NE(c.summary.find("in no volume the agent reads"), std::string::npos) << c.summary;
+  // Written only at teardown (the default from 2.30).
+  json.replace(json.find("= 1000000"), 9, "= (not set), default=-1");
+  WriteFile((p / "root/logs/nccl.w-0.7.log").string(), json);
+  t = ProcessTarget(proc, 4242);
+  c = Find(RunChecks(*t), "nccl.inspector");
+  EXPECT_EQ(c.status, Status::kWarn);
+  EXPECT_NE(c.summary.find("only at teardown"), std::string::npos) << c.summary;
+}
+
+// A real process whose stderr is a file holding the start lines, read through the real /proc.
+TEST_F(DoctorTest, InspectorStartLinesOfARealProcessThroughProc) {
+  const std::string log = dir_.File("stderr.log");
+  WriteFile(log, kInspectorStart);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND);
+    ::dup2(fd, 2);
+    ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  Check c;
+  for (int i = 0; i < 100 && c.summary.find("Prometheus") == std::string::npos; ++i) {
+    auto t = ProcessTarget("/proc", child);
+    if (t.ok()) {
+      t->live = false;
+      c = Find(RunChecks(*t), "nccl.inspector");
+    }
+    ::usleep(20000);
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_NE(c.summary.find("Prometheus textfiles to /tmp/ray/inspector"), std::string::npos)
+      << c.summary;
 }
 
 // /dev/shm through the process's root: a 64 MiB tmpfs (Kubernetes' default) fails, 1 GiB passes.

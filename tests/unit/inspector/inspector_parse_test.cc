@@ -3,12 +3,20 @@
 // buckets, the bounded communicator table, and the bandwidth each instance type should give.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "lib/common/instance_types.h"
+#include "lib/common/number.h"
 #include "lib/inspector/record.h"
+#include "lib/inspector/start_lines.h"
 #include "lib/inspector/stats.h"
 #include "tests/support/subprocess.h"
 
@@ -242,6 +250,239 @@ TEST(InspectorParseTest, ExpectedBandwidthIsEfaCountTimesDeviceRate) {
     EXPECT_GT(common::ExpectedEfaDevices(type), 0u);
     EXPECT_GT(common::ExpectedNetworkBytesPerSecond(type), 0);
   }
+}
+
+// NCCL >= 2.30.3 writes one aggregate per dump interval and (comm_name, collective or
+// p2p_operation, size class, algo_proto): no comm_id, rank or op serial (docs/inspector.md).
+TEST(InspectorParseTest, ReadsTheV51AggregatesOfNccl230) {
+  const PromFile f =
+      ParsePromText(Fixture("nccl_inspector_metrics_5e6f7a8b-1111-2222-3333-444455556666.prom"));
+  EXPECT_EQ(f.malformed, 0u);
+  EXPECT_EQ(f.empty, 1u) << "the Recv sample of bandwidth 0: an interval without a timed op";
+  ASSERT_EQ(f.ops.size(), 6u);
+  const InspectorOp& ar = f.ops[0];
+  EXPECT_TRUE(ar.aggregated);
+  EXPECT_EQ(ar.comm_id, "");
+  EXPECT_EQ(ar.comm_name, "unknown");
+  EXPECT_EQ(ar.op, "AllReduce");
+  EXPECT_EQ(ar.kind, OpKind::kCollective);
+  EXPECT_EQ(ar.msg_size_bytes, 256ull << 20) << "256-257MB: the class's lower bound";
+  EXPECT_EQ(ar.algo_proto, "RING_SIMPLE");
+  EXPECT_EQ(ar.gpu, "GPU0");
+  EXPECT_EQ(ar.hostname, "raycluster-fsdp-worker-0") << "the node label: the pod's host name";
+  EXPECT_EQ(ar.n_ranks, 16);
+  EXPECT_EQ(ar.nnodes, 2);
+  EXPECT_EQ(ar.sn, -1);
+  EXPECT_DOUBLE_EQ(ar.busbw_gbs, 42.1875);
+  EXPECT_DOUBLE_EQ(ar.exec_time_us, 11930.5);
+  EXPECT_EQ(f.ops[1].algo_proto, "TREE_SIMPLE") << "same class, another algorithm: its own sample";
+  EXPECT_DOUBLE_EQ(f.ops[1].exec_time_us, 13070) << "paired by all labels, algo_proto included";
+  EXPECT_EQ(f.ops[3].msg_size_bytes, 1ull << 30);
+  EXPECT_EQ(f.ops[4].comm_name, "tp");
+  const InspectorOp& send = f.ops[5];
+  EXPECT_EQ(send.kind, OpKind::kP2p);
+  EXPECT_EQ(send.op, "Send") << "from p2p_operation";
+  EXPECT_EQ(send.msg_size_bytes, 8ull << 20);
+  EXPECT_DOUBLE_EQ(send.exec_time_us, 409.25);
+  // Both generations at once (a node with jobs on 2.29 and 2.30): each read by its own labels.
+  const PromFile both = ParsePromText(
+      Fixture("nccl_inspector_metrics_5e6f7a8b-1111-2222-3333-444455556666.prom") +
+      Fixture("nccl_inspector_metrics_GPU-0a1b2c3d-0000-1111-2222-333344445555.prom"));
+  EXPECT_EQ(both.ops.size(), 8u);
+  EXPECT_EQ(both.malformed, 1u) << "only the 2.29 fixture's deliberately cut line";
+}
+
+TEST(InspectorParseTest, V51SizeClassesAreTheirLowerBound) {
+  EXPECT_EQ(ParseMessageSize("32-33MB"), 32ull << 20);
+  EXPECT_EQ(ParseMessageSize("4-5GB"), 4ull << 30);
+  EXPECT_EQ(ParseMessageSize("1-2KB"), 1u << 10);
+  EXPECT_EQ(ParseMessageSize("1023-1024B"), 1023u);
+  EXPECT_EQ(ParseMessageSize("1-2TB"), 1ull << 40);
+  EXPECT_EQ(ParseMessageSize("0B"), 0u);
+  EXPECT_EQ(ParseMessageSize("33-32MB"), 0u) << "an upper bound below the lower is no class";
+  EXPECT_EQ(ParseMessageSize("32-MB"), 0u);
+  EXPECT_EQ(ParseMessageSize("32-33XB"), 0u);
+  // The classes land in the buckets the 2.29 sizes do.
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(ParseMessageSize("256-257MB"))), "256MiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(ParseMessageSize("256.00MB"))), "256MiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(ParseMessageSize("64-65KB"))), "64KiB");
+  EXPECT_EQ(SizeBucketLabel(SizeBucket(ParseMessageSize("63-64KB"))), "<64KiB");
+}
+
+// Every number a file gives is range-checked before it becomes an integer: NaN, infinities,
+// 1e300, -1 and 2^63 are refused, never converted (UBSan stopped CI on "pid": 4.5e43).
+TEST(InspectorParseTest, NumbersOutOfRangeAreRefusedBeforeAnyConversion) {
+  const double kHostile[] = {std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(),
+                             1e300,
+                             -1,
+                             9223372036854775808.0,
+                             4.55556e43};
+  for (const double d : kHostile) {
+    SCOPED_TRACE(d);
+    EXPECT_FALSE(common::CheckedInt(d, 0, int64_t{1} << 53).has_value());
+  }
+  EXPECT_EQ(common::CheckedInt(1639, 0, int64_t{1} << 53), 1639);
+  EXPECT_FALSE(common::ParseInt("9223372036854775808", 0, INT64_MAX).has_value());
+  EXPECT_FALSE(common::ParseInt("-1", 0, 10).has_value());
+  EXPECT_FALSE(common::ParseInt("12abc", 0, 100).has_value());
+  EXPECT_EQ(common::ParseInt("-1", -1, 10), -1);
+  // Each integer field of a record, with each hostile value: the record is read or refused,
+  // and a field that is read is in range.
+  for (const char* field : {"pid", "dump_timestamp_us", "rank", "n_ranks", "nnodes", "coll_sn",
+                            "coll_msg_size_bytes"}) {
+    for (const char* value : {"1e300", "-1", "9223372036854775808", "4.55556e43", "-1e300"}) {
+      SCOPED_TRACE(std::string(field) + "=" + value);
+      std::string record = kRecord;
+      const std::string key = "\"" + std::string(field) + "\":";
+      const size_t at = record.find(key);
+      ASSERT_NE(at, std::string::npos);
+      const size_t end = record.find_first_of(",}", at);
+      record.replace(at + key.size(), end - at - key.size(), value);
+      InspectorOp op;
+      const LineKind kind = ParseJsonLine(record, &op);
+      if (std::string(field) == "coll_msg_size_bytes") {
+        EXPECT_EQ(kind, LineKind::kMalformed) << "an op without a size is no op";
+        continue;
+      }
+      ASSERT_EQ(kind, LineKind::kOp);
+      EXPECT_GE(op.pid, -1);
+      EXPECT_LE(op.pid, int64_t{1} << 53);
+      EXPECT_GE(op.sn, -1);
+      EXPECT_LE(op.sn, int64_t{1} << 53);
+      EXPECT_LE(op.dump_timestamp_us, int64_t{1} << 53);
+      EXPECT_GE(op.rank, -1);
+      EXPECT_GE(op.n_ranks, -1);
+    }
+  }
+  // Labels of the Prometheus files, the same way.
+  const PromFile f = ParsePromText(
+      "nccl_bus_bandwidth_gbs{comm_id=\"0xab\",collective=\"AllReduce\",coll_sn=\""
+      "99999999999999999999\",nranks=\"4294967296\",message_size=\"1e300GB\"} 5\n"
+      "nccl_bus_bandwidth_gbs{version=\"v5.1\",comm_name=\"x\",collective=\"AllReduce\","
+      "message_size=\"99999999999999999999-1e400TB\"} 7\n");
+  ASSERT_EQ(f.ops.size(), 2u);
+  EXPECT_EQ(f.ops[0].sn, -1);
+  EXPECT_EQ(f.ops[0].n_ranks, -1);
+  EXPECT_EQ(f.ops[0].msg_size_bytes, 0u);
+  EXPECT_EQ(f.ops[1].msg_size_bytes, 0u);
+}
+
+// The same ops, written as JSON Lines records and as v5.1 interval aggregates, give the same
+// median busbw per (collective, size class): within what a geometric mean differs from the
+// values it summarises (the spread of one interval's ops, here +-20 %).
+TEST(InspectorParseTest, JsonAndV51OfTheSameOpsAgreeOnTheMedian) {
+  std::mt19937 rng(7);
+  struct Key {
+    const char* coll;
+    uint64_t bytes;
+    double center_gbs;
+  };
+  const Key kKeys[] = {{"AllReduce", 256ull << 20, 44},
+                       {"AllGather", 64ull << 20, 38},
+                       {"ReduceScatter", 4ull << 20, 12}};
+  std::string json, prom;
+  std::map<std::string, std::vector<double>> per_op, per_interval;
+  for (int interval = 0; interval < 40; ++interval) {
+    for (const Key& k : kKeys) {
+      std::uniform_real_distribution<double> spread(0.8, 1.2);
+      const double drift = spread(rng);  // intervals differ as a job's phases do
+      double log_sum = 0;
+      double exec_sum = 0;
+      const int n = 5 + interval % 7;
+      for (int i = 0; i < n; ++i) {
+        const double bw = k.center_gbs * drift * spread(rng);
+        log_sum += std::log(bw);
+        exec_sum += 100;
+        json +=
+            "{\"header\":{\"id\":\"0xa1\",\"rank\":0,\"n_ranks\":16,\"nnodes\":2},"
+            "\"metadata\":{\"inspector_output_format_version\":\"v4.0\","
+            "\"dump_timestamp_us\":1,\"hostname\":\"h\",\"pid\":1},\"coll_perf\":{"
+            "\"coll\":\"" +
+            std::string(k.coll) + "\",\"coll_sn\":" + std::to_string(interval * 100 + i) +
+            ",\"coll_msg_size_bytes\":" + std::to_string(k.bytes) +
+            ",\"coll_exec_time_us\":100,\"coll_busbw_gbs\":" + std::to_string(bw) + "}}\n";
+      }
+      const uint64_t unit = k.bytes >= (1ull << 30) ? 30 : k.bytes >= (1ull << 20) ? 20 : 10;
+      const std::string size = std::to_string(k.bytes >> unit) + "-" +
+                               std::to_string((k.bytes >> unit) + 1) +
+                               (unit == 30   ? "GB"
+                                : unit == 20 ? "MB"
+                                             : "KB");
+      const std::string labels =
+          "{version=\"v5.1\",slurm_job_id=\"unknown\",node=\"h\",gpu=\""
+          "GPU0\",comm_name=\"unknown\",n_nodes=\"2\",nranks=\"16\","
+          "collective=\"" +
+          std::string(k.coll) + "\",message_size=\"" + size + "\",algo_proto=\"RING_SIMPLE\"}";
+      char value[64];
+      std::snprintf(value, sizeof(value), "%.6g", std::exp(log_sum / n));
+      prom += "nccl_bus_bandwidth_gbs" + labels + " " + value + "\n";
+      std::snprintf(value, sizeof(value), "%.6g", exec_sum / n);
+      prom += "nccl_collective_exec_time_microseconds" + labels + " " + value + "\n";
+    }
+  }
+  for (size_t start = 0; start < json.size();) {
+    const size_t nl = json.find('\n', start);
+    InspectorOp op;
+    ASSERT_EQ(ParseJsonLine(std::string_view(json).substr(start, nl - start), &op), LineKind::kOp);
+    per_op[op.op + "/" + std::string(SizeBucketLabel(SizeBucket(op.msg_size_bytes)))].push_back(
+        op.busbw_gbs);
+    start = nl + 1;
+  }
+  const PromFile f = ParsePromText(prom);
+  ASSERT_EQ(f.malformed, 0u);
+  for (const InspectorOp& op : f.ops) {
+    per_interval[op.op + "/" + std::string(SizeBucketLabel(SizeBucket(op.msg_size_bytes)))]
+        .push_back(op.busbw_gbs);
+  }
+  ASSERT_EQ(per_op.size(), 3u);
+  for (auto& [key, ops] : per_op) {
+    SCOPED_TRACE(key);
+    auto& intervals = per_interval[key];
+    ASSERT_EQ(intervals.size(), 40u);
+    std::sort(ops.begin(), ops.end());
+    std::sort(intervals.begin(), intervals.end());
+    const double a = ops[ops.size() / 2], b = intervals[intervals.size() / 2];
+    // A geometric mean of values within +-20 % of their centre lies within about 2 % of their
+    // arithmetic mean; medians of such means and of the values agree within the spread's tenth.
+    EXPECT_NEAR(b / a, 1.0, 0.05);
+  }
+}
+
+TEST(InspectorStartTest, ReadsTheInspectorsStartLinesInAnyEnvelope) {
+  InspectorStart s;
+  const char* kLines[] = {
+      "NCCL Inspector Plugin - Version: v2.30.3-1-inspector",
+      "NCCL Inspector Environment Variables:",
+      "  NCCL_INSPECTOR_ENABLE = 1",
+      "2026-12-05T10:00:00.1Z stderr F   NCCL_INSPECTOR_DUMP_DIR = /tmp/ray/inspector",
+      R"({"log":"  NCCL_INSPECTOR_PROM_DUMP = 1\n","stream":"stderr","time":"2026-12-05T10:00:00Z"})",
+      "  NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS = 1000000",
+      "  NCCL_INSPECTOR_DUMP_VERBOSE = (not set), default=0",
+  };
+  for (const char* line : kLines) EXPECT_TRUE(FeedStartLine(line, &s)) << line;
+  EXPECT_FALSE(FeedStartLine("export NCCL_INSPECTOR_ENABLE=1", &s)) << "a shell's echo";
+  EXPECT_FALSE(FeedStartLine("host:1:1 [0] NCCL INFO NET/OFI Selected provider is efa", &s));
+  EXPECT_TRUE(s.loaded);
+  EXPECT_EQ(s.version, "v2.30.3-1-inspector");
+  EXPECT_TRUE(s.Enabled());
+  EXPECT_TRUE(s.Prometheus());
+  EXPECT_EQ(s.ModeName(), "Prometheus textfiles");
+  EXPECT_EQ(s.DumpDir(), "/tmp/ray/inspector");
+  EXPECT_EQ(s.IntervalUs(), 1000000);
+  EXPECT_EQ(s.EffectiveIntervalUs(), kPromMinIntervalUs) << "Prometheus mode raises it to 30 s";
+  EXPECT_EQ(s.settings.at("NCCL_INSPECTOR_DUMP_VERBOSE"), "0");
+  EXPECT_TRUE(s.defaulted.at("NCCL_INSPECTOR_DUMP_VERBOSE"));
+
+  InspectorStart d;  // NCCL >= 2.30's defaults: written only at teardown, directory generated
+  FeedStartLine("  NCCL_INSPECTOR_ENABLE = 1", &d);
+  FeedStartLine("  NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS = (not set), default=-1", &d);
+  FeedStartLine("  NCCL_INSPECTOR_DUMP_DIR = (not set), default=(auto-generated)", &d);
+  EXPECT_EQ(d.IntervalUs(), -1);
+  EXPECT_EQ(d.EffectiveIntervalUs(), -1);
+  EXPECT_EQ(d.DumpDir(), "");
+  EXPECT_FALSE(d.Prometheus());
 }
 
 }  // namespace
