@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // efawatch: the command-line client's front. `efawatch analyze` runs here, in a binary that links
 // the analyzer and nothing of gRPC: it starts in ~5 ms instead of ~15 (gRPC, protobuf and their
 // forty shared libraries are not mapped and relocated), a tenth of the time `analyze` takes on a

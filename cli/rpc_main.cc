@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // efawatch-rpc: every command of the command-line client, the ones that call an agent over gRPC
 // among them. `efawatch` (cli/main.cc) runs `analyze` itself and hands all else to this binary
 // with the same arguments. Each subcommand lives in its own file; this one only wires them to

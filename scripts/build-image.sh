@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the efawatchd image with buildah from `scratch`, over this build's own binaries, and
 # writes it as an OCI archive. No registry, no base image and no container engine are needed:
 # this is the image CI builds and runs (tests/image). deploy/Dockerfile builds the same image
@@ -41,7 +42,7 @@ while (($#)); do
     --out=*) out=${1#--out=}; shift ;;
     --bin) bin=${2:?--bin needs a directory}; shift 2 ;;
     --bin=*) bin=${1#--bin=}; shift ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Writes the Prometheus Operator's PrometheusRule from the plain rules file: the operator's
 # spec.groups is the rules file's `groups:`, wrapped, with every runbook_url made absolute.
 #
@@ -18,7 +19,7 @@ rules="$here/efawatch-rules.yml"
 committed="$here/../kubernetes/components/prometheus-operator/prometheusrule.yaml"
 DEFAULT_RUNBOOK_BASE="https://github.com/efawatch/efawatch/blob/main/docs"
 
-usage() { sed -n '2,15s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+usage() { sed -n '3,16s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 base="$DEFAULT_RUNBOOK_BASE" out="$committed" mode=write format=prometheusrule
 while [ $# -gt 0 ]; do

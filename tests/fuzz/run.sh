@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every libFuzzer target for SECONDS each (default 60) under ASan+UBSan, seeded from the
 # fixtures. Configures and builds build-fuzz/ when needed. Exit status is libFuzzer's (non-zero
 # on a crash, leak, sanitizer report or timeout).

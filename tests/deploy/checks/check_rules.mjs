@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks of deploy/prometheus/efawatch-rules.yml that promtool does not make:
 //   - every alert has a severity (critical, warning, info), a scope, a summary, a description
 //     and a runbook_url that points at its own section of docs/runbook.md, and that section

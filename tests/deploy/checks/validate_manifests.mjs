@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validates a rendering of the deployment (`kubectl kustomize` output of an overlay, or of a
 // combination of components on the base) against the Kubernetes and Prometheus Operator schemas
 // (kubernetes-models), then checks what the deployment promises beyond the schema, given the

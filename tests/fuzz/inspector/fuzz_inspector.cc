@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Any bytes, as lines of an Inspector JSON Lines file and as a Prometheus-mode file: no crash,
 // no exception, and every op that comes out is one the agent can label (a 0x-hex comm id, a
 // non-negative busbw) and count within the table's bounds.
