@@ -12,12 +12,18 @@
 #
 # --runbook-base is the absolute http(s) URL of the docs/ directory (runbook.md is in it): the
 # rules file's `docs/runbook.md#<alert>` becomes `<URL>/runbook.md#<alert>`, a link that works
-# from Slack or PagerDuty. Default: DEFAULT_RUNBOOK_BASE below (docs/deploy.md, "Runbook links").
+# from Slack or PagerDuty. Default: the docs/ of this version's tag, v<project(VERSION)> of the
+# top CMakeLists.txt, so an alert links to the runbook of the release that raised it, not to
+# whatever a branch says today (docs/deploy.md, "Runbook links").
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 rules="$here/efawatch-rules.yml"
 committed="$here/../kubernetes/components/prometheus-operator/prometheusrule.yaml"
-DEFAULT_RUNBOOK_BASE="https://github.com/efawatch/efawatch/blob/main/docs"
+version=$(sed -nE 's/^project\(efawatch VERSION ([0-9]+\.[0-9]+\.[0-9]+)[ )].*/\1/p' \
+  "$here/../../CMakeLists.txt")
+[ -n "$version" ] || { echo "gen-prometheusrule.sh: no project(efawatch VERSION x.y.z) in CMakeLists.txt" >&2; exit 2; }
+DEFAULT_REPOSITORY="https://github.com/efawatch/efawatch"
+DEFAULT_RUNBOOK_BASE="$DEFAULT_REPOSITORY/blob/v$version/docs"
 
 usage() { sed -n '3,16s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
