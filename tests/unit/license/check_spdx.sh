@@ -24,13 +24,18 @@ check() {
     echo "LICENSE: missing or not the Apache License 2.0"
     missing=1
   fi
-  while IFS= read -r -d '' f; do
-    [[ $f == tests/fixtures/* || ! -f $dir/$f ]] && continue
-    if ! head -n 3 "$dir/$f" | grep -qF "$id"; then
-      echo "$f: no '$id' in its first 3 lines"
-      missing=1
-    fi
-  done < <(git -C "$dir" ls-files -z -- "${patterns[@]}")
+  # One awk over every file (a process per file took 40 s on a busy CI machine).
+  local report
+  report=$(cd "$dir" && git ls-files -z -- "${patterns[@]}" ':!:tests/fixtures/*' |
+    xargs -0 -r awk -v id="$id" '
+      FNR == 1 { if (prev != "" && !ok) print prev; prev = FILENAME; ok = 0 }
+      FNR <= 3 && index($0, id) { ok = 1 }
+      END { if (prev != "" && !ok) print prev }')
+  while IFS= read -r f; do
+    [[ -n $f ]] || continue
+    echo "$f: no '$id' in its first 3 lines"
+    missing=1
+  done <<<"$report"
   return "$missing"
 }
 
