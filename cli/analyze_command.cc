@@ -44,6 +44,8 @@ int ParseAndRun(CLI::App& app, int argc, char** argv, AnalyzeCommand& analyze,
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "efawatch: " << e.what() << "\n";
     return 2;

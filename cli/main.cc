@@ -16,6 +16,7 @@
 
 #include "cli/analyze.h"
 #include "cli/analyze_command.h"
+#include "cli/version_line.h"
 
 namespace {
 
@@ -46,6 +47,11 @@ int ExecRpc(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Answered here too, so a lone copy of this binary in a training container says what it is.
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::cout << efawatch::cli::VersionLine() << "\n";
+    return 0;
+  }
   if (argc < 2 || std::string_view(argv[1]) != "analyze") return ExecRpc(argv);
   efawatch::cli::ReexecWithHugePageHeap(argv);
   CLI::App app{"efawatch: is this GPU node really on the fast fabric?"};
