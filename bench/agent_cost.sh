@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What efawatchd costs a GPU node, in one run (2 noisy cores here: read the figures as +-0.2%):
 #   idle    one agent, no mesh, scraped every 15 s: CPU share of a core and RSS
 #           (targets: < 0.5 % of a core, RSS < 25 MiB)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Helpers for the benchmarks that measure efawatchd's own cost (pod_logs.sh, ray_volumes.sh).
 # Sourced, not run. Everything stays on loopback and in one temporary directory, removed on exit.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Times `efawatch analyze` against `grep -c` and `wc -l` on the same file in the same run, on two
 # logs, and prints the ratios of wall and of CPU time (user+sys):
 #   all-NCCL  a generated NCCL log (SIZE_MB, default 1100), against grep -c 'NCCL INFO'

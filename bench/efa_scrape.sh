@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Scrape cost with 32 EFA devices: efawatchd serves the p5.48xlarge fixture, and we take the
 # median of N scrapes (default 100), twice: with the read cache off (every scrape reads all
 # ~1,300 counter files: the worst case) and with the default cache (a device is read at most

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Side-by-side fabric bench on one host, same provider (tcp;ofi_rxm, RDM), same provider settings
 # and sizes, in one run:
 #   ping:      our mean RTT  vs  fi_pingpong's (it prints half the round trip: usec/xfer x 2)

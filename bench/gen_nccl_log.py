@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generates a large NCCL_DEBUG=INFO log for bench/analyze.sh from the repository's fixtures.
 
 Every NCCL record of the plain fixtures becomes a template; each template is printed by many

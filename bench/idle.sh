@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Idle cost of the agent: starts efawatchd with its defaults on free ports, lets it idle for
 # SECONDS (default 60) while Prometheus-style scrapes hit it every 15 s, and reports RSS and CPU.
 # Targets: RSS < 30 MiB, CPU < 0.5% of one core.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Log ingestion cost: PODS containers (default 200) each write a line per millisecond for SECONDS
 # (default 60): mostly training chatter, one line in 50 an NCCL INFO record. efawatchd follows
 # them all; we report its CPU (share of one core) and peak RSS, and, measured in the same run,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Cost of following Ray session logs in pod volumes (issue 16, "Bounds and costs"): the real
 # efawatchd on a KubeRay-shaped node, against the plain-container case measured in the same run.
 #

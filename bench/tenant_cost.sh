@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What hostile tenants cost the agent, in one run against a run without them. Both runs have
 # QUIET pods (default 200) that each wrote a few lines, and a victim pod that starts to print a
 # TCP fallback (NCCL over the Socket transport) 5 s into the run. The hostile run adds, in pods'

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes Ray Train workers' output into log files, for bench/ray_volumes.sh.
 
 Each file of the list (one per line: path, host, node IP, pid, tab-separated) is one training

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `efawatch doctor --agent A`: the agent's doctor report over gRPC.
 
 #include "cli/agent_doctor.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "cli/analyze_command.h"
 
 #include <cstdlib>
@@ -42,6 +43,8 @@ int ParseAndRun(CLI::App& app, int argc, char** argv, AnalyzeCommand& analyze,
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "efawatch: " << e.what() << "\n";

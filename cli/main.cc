@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // efawatch: the command-line client's front. `efawatch analyze` runs here, in a binary that links
 // the analyzer and nothing of gRPC: it starts in ~5 ms instead of ~15 (gRPC, protobuf and their
 // forty shared libraries are not mapped and relocated), a tenth of the time `analyze` takes on a
@@ -15,6 +16,7 @@
 
 #include "cli/analyze.h"
 #include "cli/analyze_command.h"
+#include "cli/version_line.h"
 
 namespace {
 
@@ -45,6 +47,11 @@ int ExecRpc(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Answered here too, so a lone copy of this binary in a training container says what it is.
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::cout << efawatch::cli::VersionLine() << "\n";
+    return 0;
+  }
   if (argc < 2 || std::string_view(argv[1]) != "analyze") return ExecRpc(argv);
   efawatch::cli::ReexecWithHugePageHeap(argv);
   CLI::App app{"efawatch: is this GPU node really on the fast fabric?"};

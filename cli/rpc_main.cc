@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // efawatch-rpc: every command of the command-line client, the ones that call an agent over gRPC
 // among them. `efawatch` (cli/main.cc) runs `analyze` itself and hands all else to this binary
 // with the same arguments. Each subcommand lives in its own file; this one only wires them to
@@ -14,8 +15,9 @@
 #include "cli/analyze_command.h"
 #include "cli/doctor.h"
 #include "cli/fabric.h"
+#include "cli/node_conditions.h"
 #include "cli/status.h"
-#include "efawatch/version.h"
+#include "cli/version_line.h"
 
 namespace {
 
@@ -81,12 +83,22 @@ void AddDoctorCommand(CLI::App& app, efawatch::cli::DoctorArgs& args,
 
 void AddVersionCommand(CLI::App& app) {
   auto* version = app.add_subcommand("version", "Print the version");
-  version->callback([] {
-    std::cout << "efawatch " << EFAWATCH_VERSION << " (" << EFAWATCH_REVISION << ")"
-              << (std::string(EFAWATCH_NCCL_VERSION).empty() ? ", NCCL probe not built"
-                                                             : ", NCCL " EFAWATCH_NCCL_VERSION)
-              << "\n";
-  });
+  version->callback([] { std::cout << efawatch::cli::VersionLine() << "\n"; });
+}
+
+void AddNodeConditionsCommand(CLI::App& app, efawatch::cli::NodeConditionsArgs& args,
+                              int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "node-conditions",
+      "List the nodes carrying the agent's NodeConditions (EfaHealthy, FabricReachable); "
+      "--clear removes them (uninstall, docs/deploy.md)");
+  cmd->add_flag("--clear", args.clear, "Remove them (a strategic merge patch of nodes/status)");
+  cmd->add_option("--node", args.node, "Only this node (default: every node)");
+  cmd->add_option("--api-server", args.api.api_server,
+                  "https://host:port (default: the in-cluster service)");
+  cmd->add_option("--token-file", args.api.token_file, "Bearer token (default: service account)");
+  cmd->add_option("--ca-file", args.api.ca_file, "API server CA (default: service account)");
+  cmd->callback([&] { exit_code = efawatch::cli::RunNodeConditions(args, std::cout, std::cerr); });
 }
 
 void AddStatusCommand(CLI::App& app, AgentCommand& cmd, int& exit_code) {
@@ -166,7 +178,11 @@ int main(int argc, char** argv) {
   efawatch::cli::AnalyzeCommand analyze;
   efawatch::cli::DoctorArgs doctor;
   efawatch::cli::AgentConnection doctor_agent;
+  efawatch::cli::NodeConditionsArgs node_conditions;
+  // `efawatch --version` as every other tool answers it; `efawatch version` stays.
+  app.set_version_flag("--version", efawatch::cli::VersionLine());
   AddVersionCommand(app);
+  AddNodeConditionsCommand(app, node_conditions, exit_code);
   AddStatusCommand(app, status, exit_code);
   AddPingCommand(app, ping, exit_code);
   AddBandwidthCommand(app, bandwidth, exit_code);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # EFAWATCH_CUDA=AUTO|ON|OFF decides whether the NCCL collective probe is built. AUTO builds it
 # when both the CUDA toolkit and NCCL are found; ON makes their absence an error; OFF skips the
 # search. One status line says what happened, so a CPU-only build is visibly CPU-only.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Every dependency comes from a Debian 12 package (see scripts/setup.sh).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBFABRIC REQUIRED IMPORTED_TARGET libfabric>=1.17)

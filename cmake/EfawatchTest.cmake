@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # efawatch_add_test(NAME <name> SOURCES <...> LIBS <...> LABELS <...> [TIMEOUT <s>])
 # Builds a GoogleTest binary and registers it as one ctest entry with a label and a timeout, so a
 # hang fails the run instead of stalling CI.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The tier rule, enforced by the compiler: there is no include path common to every target.
 # Each library target exports its own folder (efawatch_module), through a link under
 # <build>/modules/<target>/ that gives its headers their usual names ("lib/nccl/verdict.h"), so a

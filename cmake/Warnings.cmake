@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Warning flags for our own targets only (generated protobuf code is compiled without -Werror).
 set(EFAWATCH_WARNINGS -Wall -Wextra -Wpedantic -Wnon-virtual-dtor)
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/app.h"
 
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include "lib/common/findings_collector.h"
 #include "lib/common/instance_types.h"
 #include "lib/common/process_collector.h"
+#include "lib/kube/node_conditions.h"
 #include "probes/collective/collective_collector.h"
 #include "probes/collective/host_backend.h"
 #include "probes/collective/nccl_backend.h"
@@ -671,12 +673,13 @@ signals::Observation App::ObserveSignals() const {
     if (!c.ok) c.message = messages;
     return c;
   };
-  const signals::NodeCondition efa =
-      condition("EfaHealthy", {"efa_admin_queue_stuck", "efa_device_gone", "efa_devices_missing"},
-                "EfaDevicesHealthy", "efawatch sees no EFA device fault");
+  const signals::NodeCondition efa = condition(
+      kube::kEfaHealthy, {"efa_admin_queue_stuck", "efa_device_gone", "efa_devices_missing"},
+      "EfaDevicesHealthy", "efawatch sees no EFA device fault");
   if ((efa_ && efa_->efa_devices() > 0) || !efa.ok) out.conditions.push_back(efa);
   if (mesh_) {
-    out.conditions.push_back(condition("FabricReachable", {"mesh_self_suspect"}, "MeshPeersAnswer",
+    out.conditions.push_back(condition(kube::kFabricReachable, {"mesh_self_suspect"},
+                                       "MeshPeersAnswer",
                                        "this node's fabric ping mesh peers answer"));
   }
   return out;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The composition root and the efawatchd executable.
 add_library(efawatch_config STATIC ${CMAKE_CURRENT_SOURCE_DIR}/config.cc)
 efawatch_warnings(efawatch_config)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // efawatchd: parse the configuration, build the App, wait for SIGTERM/SIGINT, stop.
 #include <sys/resource.h>
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the efawatch Grafana dashboards (dashboards/*.json) from the panel lists below.
 
     dashboards/generate.py           rewrite the JSON files

@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the efawatchd image with buildah from `scratch`, over this build's own binaries, and
 # writes it as an OCI archive. No registry, no base image and no container engine are needed:
 # this is the image CI builds and runs (tests/image). deploy/Dockerfile builds the same image
 # for users with docker, on debian:bookworm-slim, by the same rule.
 #
 # Usage: scripts/build-image.sh [--out FILE] [--bin DIR]
-#   --out FILE  the OCI archive to write (default build/efawatchd-image.tar)
+#   --out FILE  the OCI archive to write (default build/efawatchd-image.tar); its SBOM is written
+#               beside it as FILE.spdx.json (SPDX 2.3: every file of the image with its SHA-256,
+#               and the Debian package each library came from)
 #   --bin DIR   where efawatchd, efawatch and efawatch-rpc are (default build/bin)
+# Environment: SOURCE_DATE_EPOCH (default: the commit time of the source's HEAD, else 0) is the
+# image's creation time and every file's modification time; EFAWATCH_IMAGE_SOURCE (default
+# https://github.com/efawatch/efawatch) its org.opencontainers.image.source label.
+#
+# Reproducible: the same binaries and libraries give the same image digest, run after run (fixed
+# file times, one layer written in a fixed order, fixed history; tests/image checks it). The
+# labels say what the image is: org.opencontainers.image.{title,version,revision,source,
+# licenses,created}, version and revision as the agent's --version prints them.
 # Then, e.g.: skopeo copy oci-archive:build/efawatchd-image.tar docker://REGISTRY/efawatchd:TAG
 #        or: podman load -i build/efawatchd-image.tar
 #
@@ -41,7 +52,7 @@ while (($#)); do
     --out=*) out=${1#--out=}; shift ;;
     --bin) bin=${2:?--bin needs a directory}; shift 2 ;;
     --bin=*) bin=${1#--bin=}; shift ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -59,6 +70,14 @@ for b in efawatchd efawatch efawatch-rpc; do
   [[ -x $bin/$b ]] || die "$bin/$b not found: build it first (cmake --build build)"
 done
 command -v strip >/dev/null || die "strip not installed (Debian: binutils)"
+command -v python3 >/dev/null || die "python3 not installed (it writes the SBOM)"
+if [[ -z ${SOURCE_DATE_EPOCH:-} ]]; then
+  SOURCE_DATE_EPOCH=$(git -C "$src" log -1 --format=%ct 2>/dev/null || echo 0)
+fi
+[[ $SOURCE_DATE_EPOCH =~ ^[0-9]+$ ]] || die "SOURCE_DATE_EPOCH must be seconds since 1970, got $SOURCE_DATE_EPOCH"
+export SOURCE_DATE_EPOCH
+created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
+image_source=${EFAWATCH_IMAGE_SOURCE:-https://github.com/efawatch/efawatch}
 bin=$(cd "$bin" && pwd)
 mkdir -p "$(dirname "$out")"
 out="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
@@ -157,25 +176,52 @@ for d in lib lib64 lib32 libx32; do
   if [[ -L /$d && -d $rootfs/usr/$d ]]; then cp -a "/$d" "$rootfs/$d"; fi
 done
 
-revision=$("$bin/efawatchd" --version | sed -nE 's/.*\(([^)]+)\).*/\1/p')
+version_line=$("$bin/efawatchd" --version)
+version=$(sed -nE 's/^efawatchd ([^ ]+) .*/\1/p' <<<"$version_line")
+revision=$(sed -nE 's/.*\(([^)]+)\).*/\1/p' <<<"$version_line")
+[[ -n $version ]] || die "efawatchd --version said '$version_line', not 'efawatchd VERSION (REVISION)'"
+# Every file's time is the source's, so the layer's bytes depend on the files' contents only.
+find "$rootfs" -exec touch --no-dereference --date="@$SOURCE_DATE_EPOCH" {} +
 ctr=$(buildah "${store[@]}" from scratch)
 mnt=$(buildah "${store[@]}" mount "$ctr")
 cp -a "$rootfs/." "$mnt/"
 buildah "${store[@]}" umount "$ctr" >/dev/null
+# No io.buildah.version label (--identity-label=false): a buildah update would change the digest.
 buildah "${store[@]}" config \
   --entrypoint '["/usr/local/bin/efawatchd"]' --cmd '' --user 65532:65532 --workingdir / \
   --env PATH=/usr/local/bin:/usr/bin --port 9477 --port 9478 \
   --label org.opencontainers.image.title=efawatchd \
+  --label "org.opencontainers.image.version=$version" \
   --label "org.opencontainers.image.revision=${revision:-unknown}" \
+  --label "org.opencontainers.image.source=$image_source" \
+  --label org.opencontainers.image.licenses=Apache-2.0 \
+  --label "org.opencontainers.image.created=$created" \
   --created-by "scripts/build-image.sh (buildah from scratch)" "$ctr"
 rm -f "$out"
-buildah "${store[@]}" commit --quiet --format oci --disable-compression=false "$ctr" \
-  "oci-archive:$out:efawatchd:latest" >/dev/null
+# --timestamp fixes the image's created time, the history's and the layer's file times.
+buildah "${store[@]}" commit --quiet --format oci --disable-compression=false \
+  --timestamp "$SOURCE_DATE_EPOCH" --identity-label=false "$ctr" \
+  "oci-archive:$out:efawatchd:$version" >/dev/null
+
+# The SBOM: what the image holds, file by file, and the Debian package each file came from
+# (dpkg -S on the build machine; the binaries are efawatch's own).
+# One dpkg -S for all files (Debian 12 packages name a merged-/usr library by /lib as well),
+# one dpkg-query for the versions; a file no package owns (efawatch's binaries) is left out.
+find "$rootfs" -type f -printf '/%P\n' | LC_ALL=C sort >"$tmp/files"
+sed -n 's|^/usr/lib/|/lib/|p' "$tmp/files" | cat "$tmp/files" - | xargs -r dpkg -S \
+  2>/dev/null >"$tmp/owners" || true
+cut -d: -f1 "$tmp/owners" | tr ',' '\n' | sed 's/ //g' | LC_ALL=C sort -u |
+  xargs -r dpkg-query -W -f='${binary:Package}\t${Version}\n' >"$tmp/versions" 2>/dev/null || true
+python3 "$src/scripts/image-sbom.py" --rootfs "$rootfs" --files "$tmp/files" \
+  --owners "$tmp/owners" --versions "$tmp/versions" --version "$version" \
+  --revision "${revision:-unknown}" --created "$created" --source "$image_source" \
+  >"$out.spdx.json"
 
 files=$(find "$rootfs" -name '*.so*' -type f | wc -l)
 size=$(du -sk --apparent-size "$rootfs" | cut -f1)
 echo "build-image: $out: $((size / 1024)) MiB unpacked, $(($(stat -c %s "$out") / 1024 / 1024))" \
-  "MiB archive; $files library files; revision ${revision:-unknown}"
+  "MiB archive; $files library files; version $version, revision ${revision:-unknown}," \
+  "created $created; SBOM $out.spdx.json"
 if [[ $("$bin/efawatch-rpc" version) != *"NCCL probe not built"* ]]; then
   echo "build-image: note: a CUDA build; the image has no libcudart or libnccl, so its NCCL probe" \
     "needs them from the node (LD_LIBRARY_PATH); deploy/Dockerfile builds without CUDA"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Lists the longest function definitions in our C++ sources, longest first.
 
     scripts/function_lengths.py [--top N] [--max LINES] [DIR ...]   (default: daemon probes lib cli)

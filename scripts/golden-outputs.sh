@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Writes what a refactoring must not change, so two builds can be compared byte for byte:
 #   - `efawatch analyze --format json|text` of every fixture log (tests/fixtures/nccl*) and of
 #     every shared-corpus log (../shared/nccl-logs, where present);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issues the certificates efawatch's mutual TLS needs, with openssl, for clusters without
 # cert-manager (docs/security.md says which to use and how to rotate).
 #
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
     --new-ca) new_ca=1; shift ;;
     --client) clients+=("$2"); shift 2 ;;
     --secrets) namespace=$2; shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "make-certs.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

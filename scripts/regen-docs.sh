@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the docs that come from the agent itself: docs/metrics.md (the metric table) and
 # the flag block of docs/configuration.md (efawatchd --help). Unit tests fail when they drift.
 #   scripts/regen-docs.sh [BUILD_DIR]   (default build)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Quick start (a): install, build and run efawatchd locally with its embedded defaults.
 # /metrics on :9477, gRPC on 127.0.0.1:9478, EFA read from /sys, pod logs from /var/log/pods.
 # Extra arguments are passed to efawatchd. Stop it with Ctrl-C.

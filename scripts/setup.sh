@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what building, running and testing efawatch needs, from Debian 12 packages.
 # Idempotent and fast when everything is already there: apt runs only for missing packages.
 set -euo pipefail

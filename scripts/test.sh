@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Quick start (b): install, build and run every check and test. This is what CI runs.
 #   1. packages   2. clang-format   3. build with warnings as errors   4. clang-tidy
 #   5. all tests (ctest, every label, each with a timeout)   6. unit tests under ASan+UBSan

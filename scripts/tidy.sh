@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs clang-tidy (checks in .clang-tidy) on our own .cc files, using BUILD/compile_commands.json.
 # Generated protobuf code and third-party headers are not ours and are not checked.
 set -euo pipefail

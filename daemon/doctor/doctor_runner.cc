@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/doctor/doctor_runner.h"
 
 #include <spdlog/spdlog.h>

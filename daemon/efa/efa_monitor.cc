@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/efa/efa_monitor.h"
 
 #include <condition_variable>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/export/bearer_token.h"
 
 #include "absl/strings/ascii.h"

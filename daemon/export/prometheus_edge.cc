@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/export/prometheus_edge.h"
 
 #include <prometheus/collectable.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/inspector/inspector_collector.h"
 
 #include <fcntl.h>

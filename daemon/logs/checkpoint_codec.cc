@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/logs/checkpoint_codec.h"
 
 #include <string>

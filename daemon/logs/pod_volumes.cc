@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/logs/pod_volumes.h"
 
 #include <fnmatch.h>

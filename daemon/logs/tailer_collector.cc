@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/logs/tailer_collector.h"
 
 namespace efawatch::logs {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/logs/verdict_metrics.h"
 
 #include "lib/common/metric_table.h"

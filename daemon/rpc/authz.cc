@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/rpc/authz.h"
 
 #include "absl/strings/str_cat.h"

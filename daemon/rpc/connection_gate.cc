@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/rpc/connection_gate.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/rpc/node_health_codec.h"
 
 #include "proto/codec/doctor.h"

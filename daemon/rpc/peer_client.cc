@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/rpc/peer_client.h"
 
 #include <grpcpp/grpcpp.h>

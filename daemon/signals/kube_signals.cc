@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/signals/kube_signals.h"
 
 #include <spdlog/spdlog.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Writes the Prometheus Operator's PrometheusRule from the plain rules file: the operator's
 # spec.groups is the rules file's `groups:`, wrapped, with every runbook_url made absolute.
 #
@@ -11,14 +12,20 @@
 #
 # --runbook-base is the absolute http(s) URL of the docs/ directory (runbook.md is in it): the
 # rules file's `docs/runbook.md#<alert>` becomes `<URL>/runbook.md#<alert>`, a link that works
-# from Slack or PagerDuty. Default: DEFAULT_RUNBOOK_BASE below (docs/deploy.md, "Runbook links").
+# from Slack or PagerDuty. Default: the docs/ of this version's tag, v<project(VERSION)> of the
+# top CMakeLists.txt, so an alert links to the runbook of the release that raised it, not to
+# whatever a branch says today (docs/deploy.md, "Runbook links").
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 rules="$here/efawatch-rules.yml"
 committed="$here/../kubernetes/components/prometheus-operator/prometheusrule.yaml"
-DEFAULT_RUNBOOK_BASE="https://github.com/efawatch/efawatch/blob/main/docs"
+version=$(sed -nE 's/^project\(efawatch VERSION ([0-9]+\.[0-9]+\.[0-9]+)[ )].*/\1/p' \
+  "$here/../../CMakeLists.txt")
+[ -n "$version" ] || { echo "gen-prometheusrule.sh: no project(efawatch VERSION x.y.z) in CMakeLists.txt" >&2; exit 2; }
+DEFAULT_REPOSITORY="https://github.com/efawatch/efawatch"
+DEFAULT_RUNBOOK_BASE="$DEFAULT_REPOSITORY/blob/v$version/docs"
 
-usage() { sed -n '2,15s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+usage() { sed -n '3,16s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 base="$DEFAULT_RUNBOOK_BASE" out="$committed" mode=write format=prometheusrule
 while [ $# -gt 0 ]; do

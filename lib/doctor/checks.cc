@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks of `efawatch doctor`, one function each, in docs/doctor.md's order.
 
 #include <fcntl.h>

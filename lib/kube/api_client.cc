@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "lib/kube/api_client.h"
 
 #include <curl/curl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The findings of a snapshot: per process, judged in its scope (TCP fallback, loopback, plugin,
 // GPUDirect, errors), and per source (launcher settings, framework errors).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The record handlers: each INFO record (dispatched on its first character) and WARN record
 // updates its process's state: nets and plugins, communicators and their channels, bootstrap,
 // echoed settings, error chains.

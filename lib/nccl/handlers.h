@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 
 // What the analyzer's record handlers share (analyzer.cc reads lines and finds records; the

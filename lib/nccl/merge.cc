@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Analyzer::Merge: combines the state of two analyzers fed consecutive parts of the same input,
 // so a large file can be analyzed on several threads (cli/analyze.cc). Per field, the rule is
 // what sequential feeding would have produced: first evidence from the earlier part, counts

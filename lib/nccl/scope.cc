@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-process facts and what a scope (all processes, or one source) proves about the number of
 // nodes the job spans, and its inter-node transport. Runs at Snapshot() time only.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Derives the report from the analyzer state: the processes, their scopes (scope.cc), the
 // findings (findings.cc) and the summary with its verdict. Runs at Snapshot() time only.
 

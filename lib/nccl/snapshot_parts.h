@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 
 // The parts of Analyzer::Snapshot (snapshot.cc), each in its own file: per-process facts and the

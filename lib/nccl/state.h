@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 
 // Internal to efawatch_nccl: the mutable state behind Analyzer, shared by analyzer.cc (feeding)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 
 // Internal to efawatch_nccl: small string_view helpers shared by the analyzer's .cc files.

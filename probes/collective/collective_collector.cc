@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "probes/collective/collective_collector.h"
 
 #include "lib/common/metric_table.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL backend (built with CUDA and NCCL). One rank per local GPU, driven from one thread
 // with group calls; communicators are non-blocking so that every wait is a poll with a deadline:
 // a dead peer ends in ncclCommAbort, never in a hang.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built when CUDA or NCCL is missing: the NCCL backend is visibly absent.
 
 #include "probes/collective/nccl_backend.h"

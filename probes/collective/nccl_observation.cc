@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built in every configuration: analyzing a log needs no GPU, so it is tested everywhere.
 
 #include <fstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <rdma/fi_errno.h>
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "probes/fabric/fabric_service.h"
 
 #include <algorithm>

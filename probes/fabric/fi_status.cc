@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "probes/fabric/fi_status.h"
 
 #include <rdma/fi_errno.h>

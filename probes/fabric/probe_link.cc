@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "probes/fabric/probe_link.h"
 
 #include <random>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kubernetes API peer discovery: the agent pods, listed through lib/kube's plain HTTPS client.
 
 #include <map>

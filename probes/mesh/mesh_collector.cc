@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "probes/mesh/mesh_collector.h"
 
 #include <set>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The fuzz step of CI, deterministic: every libFuzzer target under ASan+UBSan
 #   1. replays its seeds (the fixtures) and every committed regression input
 #      (tests/fuzz/regressions/<target>/: past crashes and what exploration found), then

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds efawatch with CUDA and NCCL and runs the GPU checks on this machine:
 #   1. nccl_backend_test: every collective on the local GPUs, data checked, NCCL's log analyzed
 #   2. a real efawatchd coordinating `efawatch collective --backend nccl` over its own GPUs,

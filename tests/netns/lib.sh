@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Shared by the network-namespace test scripts; source it after `set -euo pipefail`.
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs a test with a /dev/shm of its own where it can (root and unshare, as in CI). libfabric's
 # shm provider only lists itself while /dev/shm has about 16 MiB free per online CPU, so a shm
 # test on a small or shared /dev/shm (a container's 64 MiB, other tests' regions, regions a killed

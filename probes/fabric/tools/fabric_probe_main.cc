@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // efawatch-fabric-probe: runs the fabric responder or one probe and prints JSON on stdout.
 // A test and bench driver (tests/netns, bench/fabric.sh), not part of the agent.
 //

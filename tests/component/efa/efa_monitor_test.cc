@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real EFA monitor over fixture sysfs/procfs trees: golden scrapes, and findings raised and
 // cleared as counter files change between evaluations.
 #include "daemon/efa/efa_monitor.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent's Inspector collector over a fixture tree of pod volumes and an --inspector-dir,
 // driven through its own real tailer (no thread, a fake clock): which files it follows, the
 // series it exports, how they go, and what hostile files cost.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pod volume discovery over a fixture kubelet tree (pods/<uid>/volumes/...) and the tailer
 // following what it finds: Ray's session_latest, worker files and their rotation, NCCL_DEBUG_FILE
 // outputs, symlinks that leave a pod's volume, the per-pod cap, a deleted pod.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real tailer against state a tenant or a crash can leave behind: a checkpoint of the wrong
 // shape, and the deleted log of an older restart of a container whose directory lives on.
 #include <gtest/gtest.h>

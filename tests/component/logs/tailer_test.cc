@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real tailer over a temporary pod log tree, driven pass by pass (PollOnce) with files
 // written, rotated, truncated and deleted the way kubelet and the runtimes do it.
 #include "daemon/logs/tailer.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A local HTTPS server that answers pod and node list requests the way the Kubernetes API server
 does: bearer token checked, equality label selectors and the spec.nodeName field selector
 applied, pods listed per namespace or across all of them (/api/v1/pods), results paged with

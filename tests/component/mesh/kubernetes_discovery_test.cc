@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kubernetes API discovery against a local HTTPS server that answers list requests the way the
 // API server does (tests/component/mesh/fake_apiserver.py): CA pinned, bearer token checked,
 // label selector applied, pagination with limit/continue.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The mesh scheduler on real tcp endpoints over loopback: real responders, a real Pinger, and a
 // PeerLookup of the test's own (the agent's is gRPC, tested in the netns test).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Workload identity: WorkloadOf over the labels the operators set, and WorkloadWatcher against a
 // local HTTPS server that answers pod lists the way the API server does
 // (tests/component/mesh/fake_apiserver.py): the node's pods only (field selector), paged, their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs deploy/prometheus/alertmanager.yml in a real Alertmanager, posts efawatch alerts to it and
 // checks which ones its inhibit_rules suppress: a job's missing net plugin under the job's TCP
 // alert (and not another job's), a device under its node's page, a node's warnings under its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deploy/prometheus/alertmanager.yml: `amtool check-config`, then a real Alertmanager with it
 # inhibits what it should (alertmanager_inhibit.mjs says what).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Static checks of dashboards/*.json (the e2e test runs their queries against real data):
   - the JSON is what dashboards/generate.py writes (no hand edits that the generator would lose);
   - every dashboard is templated by datasource, cluster, node, namespace, workload and pod; every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds the kustomizations docs/deploy.md tells users to write (each YAML block after a
 // `tested:` marker), as a user would next to a clone of this repository, and checks what the
 // page promises of them:

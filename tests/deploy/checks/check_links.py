@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks every relative link of README.md and docs/*.md: the file or directory it names exists
 in the repository (and inside it), and its #anchor is a heading of the Markdown file it points
 at, as GitHub names headings (lower case, punctuation dropped, spaces to hyphens, -1, -2 ... for

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A decision for every exported metric: each metric of docs/metrics.md (generated from
 lib/common/metric_table.cc) is read by a rule of deploy/prometheus/efawatch-rules.yml or a panel
 of dashboards/*.json, or is listed under "Debug only" there (DebugOnlyMetrics() in the table),

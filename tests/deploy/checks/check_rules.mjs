@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks of deploy/prometheus/efawatch-rules.yml that promtool does not make:
 //   - every alert has a severity (critical, warning, info), a scope, a summary, a description
 //     and a runbook_url that points at its own section of docs/runbook.md, and that section
@@ -85,9 +86,18 @@ for (const a of alerts) {
   }
 }
 
-// The committed PrometheusRule: the rules' groups, links absolute under the default base.
-const defaultBase = /^DEFAULT_RUNBOOK_BASE="([^"]+)"$/m.exec(readFileSync(generator, "utf8"))?.[1];
-if (!defaultBase?.startsWith("https://")) errs.push(`generator default base ${defaultBase} is not https`);
+// The committed PrometheusRule: the rules' groups, links absolute under the default base, which
+// is pinned to this version's tag (issue #46): the docs/ of v<project(VERSION)>, never a branch.
+const generatorText = readFileSync(generator, "utf8");
+const repository = /^DEFAULT_REPOSITORY="([^"]+)"$/m.exec(generatorText)?.[1];
+const version = /^project\(efawatch VERSION ([0-9]+\.[0-9]+\.[0-9]+)[ )]/m.exec(read("CMakeLists.txt"))?.[1];
+const defaultBase = `${repository}/blob/v${version}/docs`;
+if (!repository?.startsWith("https://") || !version) {
+  errs.push(`generator default base ${defaultBase} is not https or has no version`);
+}
+if (!generatorText.includes('DEFAULT_RUNBOOK_BASE="$DEFAULT_REPOSITORY/blob/v$version/docs"')) {
+  errs.push("generator: DEFAULT_RUNBOOK_BASE is not the version's tag under DEFAULT_REPOSITORY");
+}
 const operatorAlerts = (operator.spec?.groups ?? []).flatMap((g) => g.rules).filter((r) => r.alert);
 for (const a of operatorAlerts) {
   const url = a.annotations?.runbook_url ?? "";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keeps docs/sizing.md honest:
 //   - its per-unit series counts are recounted from docs/metrics.md (each metric's labels) and
 //     the mesh histogram's buckets from probes/mesh/mesh.cc;

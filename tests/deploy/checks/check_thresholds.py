@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The alerts' parameters (deploy/prometheus/rule-parameters.yml) against the rules and the
 dashboards:
   - each threshold's rule (alert or recording rule) holds its `rule_text` (whitespace aside),

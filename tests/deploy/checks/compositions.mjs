@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renders every overlay under deploy/kubernetes/overlays and every combination of components
 // that docs/deploy.md documents (the table after its `tested:` marker), with `kubectl kustomize`,
 // and holds each rendering to validate_manifests.mjs's check(). Also:

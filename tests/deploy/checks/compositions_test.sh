@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Renders every overlay and every combination of components docs/deploy.md documents, each with
 # `kubectl kustomize` and nothing on stderr, and validates each rendering: the schemas, Secrets
 # that nothing creates, plaintext gRPC off the pod, the default's promises, and the rest of

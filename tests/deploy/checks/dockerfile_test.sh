@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deploy/Dockerfile: lint (dockerfilelint; hadolint is not packaged for Debian 12), and its build
 # steps agree with the rest of the repository:
 #   - every package of its build stage is one scripts/setup.sh installs, and every library

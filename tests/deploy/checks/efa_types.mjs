@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EC2 instance types with EFA that the deployment names, and how many EFA interfaces each
 // supports (EC2 User Guide, "Supported instance types" for EFA). The same table as the agent's
 // lib/common/instance_types.cc; cppTableErrors() holds the two to each other.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The fleet dashboard's "On TCP / loopback now" query over made-up series, evaluated by
 `promtool test rules` with the shipped recording rules: every verdict (tcp fallback proven by the
 pod's own log or by the fleet, suspected, deliberate, loopback), the workload left join (pods

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What the tests that build the kustomizations need, checked once for both of them
 # (manifests_test.sh, compositions_test.sh): kubectl and node on PATH, the npm packages of
 # tests/deploy/checks, and a kubectl whose kustomize can build components (kustomize 3.7, kubectl

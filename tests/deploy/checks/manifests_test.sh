@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The manifest validator's self-test (validate_manifests.mjs: each of its rules rejects a broken
 # object), then the kustomizations docs/deploy.md tells users to write, built as written, with
 # nothing on stderr, and validated (check_deploy_docs.mjs). Every shipped overlay and tested

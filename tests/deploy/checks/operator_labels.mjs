@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rules on the label shapes the Prometheus Operator gives efawatch's series.
 //
 // The agent exports its NCCL series with the *workload's* namespace, pod and container labels.

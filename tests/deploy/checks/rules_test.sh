@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # promtool on the rules (check + unit tests), the PrometheusRule in sync with the rules file,
 # the plain scrape config, check_rules.mjs (runbook links, a firing and a silent case per alert,
 # node labels, inhibition labels, critical findings, metric names), operator_labels.mjs (the

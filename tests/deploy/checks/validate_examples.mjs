@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validates the example manifests under deploy/examples. No KubeRay CRD schema is published as
 // an npm package, so a RayCluster is checked in two parts: each pod template (head and every
 // worker group) against the Kubernetes PodTemplate schema (kubernetes-models), and the

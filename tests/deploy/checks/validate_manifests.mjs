@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validates a rendering of the deployment (`kubectl kustomize` output of an overlay, or of a
 // combination of components on the base) against the Kubernetes and Prometheus Operator schemas
 // (kubernetes-models), then checks what the deployment promises beyond the schema, given the
@@ -311,6 +312,31 @@ function defaultErrors(c, pod) {
   return errs;
 }
 
+// Every rendering (issue #46): the runtime's default seccomp filter for the pod, no container
+// that turns it off short of privileged (host-devices, unconfined anyway), and amd64 in every
+// required node-affinity term (terms are ORed, so one without it admits arm64 GPU nodes, where
+// the amd64 image cannot start).
+function hardeningErrors(pod) {
+  const errs = [];
+  if (pod.securityContext?.seccompProfile?.type !== "RuntimeDefault") {
+    errs.push("the pod has no seccompProfile RuntimeDefault");
+  }
+  for (const k of [...(pod.initContainers ?? []), ...pod.containers]) {
+    const type = k.securityContext?.seccompProfile?.type;
+    if (type !== undefined && type !== "RuntimeDefault") errs.push(`container ${k.name}: seccompProfile ${type}`);
+  }
+  const terms = pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+    ?.nodeSelectorTerms ?? [];
+  if (!terms.length) errs.push("no required node affinity: the amd64 image would land on arm64 nodes");
+  terms.forEach((t, i) => {
+    const arch = (t.matchExpressions ?? []).find((e) => e.key === "kubernetes.io/arch");
+    if (arch?.operator !== "In" || JSON.stringify(arch.values) !== JSON.stringify(["amd64"])) {
+      errs.push(`node-affinity term ${i} does not require kubernetes.io/arch In [amd64]`);
+    }
+  });
+  return errs;
+}
+
 // Device access comes from efa-device (one EFA from the device plugin, IPC_LOCK, not
 // privileged) or host-devices (privileged, the host's /dev/infiniband, no EFA taken), never
 // both and never from elsewhere; the ping mesh is on exactly where there is a device (without
@@ -512,6 +538,7 @@ function policyErrors(objs, name, comps, image) {
   }
   errs.push(...metricsListenErrors(c));
   if (name === DEFAULT_OVERLAY) errs.push(...defaultErrors(c, pod));
+  errs.push(...hardeningErrors(pod));
   errs.push(...deviceErrors(objs, c, pod, comps));
   errs.push(...hostProcessErrors(objs, c, pod, comps));
   errs.push(...monitoringErrors(objs, comps));
@@ -703,6 +730,23 @@ async function selfTest() {
   if (!defaultErrors(defaultAgent, defaultPod([...sockPod.volumes, ...vol({ optional: true })])).length ||
       !defaultErrors(mtls(), defaultPod(sockPod.volumes, mtls())).length) {
     fail("a default with a Secret or with gRPC on the network should have been rejected");
+  }
+
+  const amd64 = { key: "kubernetes.io/arch", operator: "In", values: ["amd64"] };
+  const gpu = { key: "nvidia.com/gpu.present", operator: "In", values: ["true"] };
+  const hardPod = (terms, sc = { seccompProfile: { type: "RuntimeDefault" } }, c = {}) => ({
+    securityContext: sc, containers: [{ name: "c", ...c }],
+    affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } },
+  });
+  if (hardeningErrors(hardPod([{ matchExpressions: [gpu, amd64] }])).length) fail("a hardened pod was rejected");
+  for (const [what, pod] of [
+    ["a pod without seccompProfile", hardPod([{ matchExpressions: [gpu, amd64] }], {})],
+    ["a container with seccompProfile Unconfined", hardPod([{ matchExpressions: [gpu, amd64] }], undefined,
+      { securityContext: { seccompProfile: { type: "Unconfined" } } })],
+    ["a node-affinity term without the arch", hardPod([{ matchExpressions: [gpu, amd64] }, { matchExpressions: [gpu] }])],
+    ["no node affinity", hardPod([])],
+  ]) {
+    if (!hardeningErrors(pod).length) fail(`${what} should have been rejected`);
   }
 
   // hostPID and SYS_PTRACE only with host-processes; other capabilities only from their component.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """End to end, across nodes: two real efawatchd agents on loopback, each tailing its node's half
 of two two-node jobs (tests/fixtures/nccl-fleet), a real Prometheus with the shipped rules, and
 the fake Kubernetes API server (tests/component/mesh/fake_apiserver.py) that tells each agent

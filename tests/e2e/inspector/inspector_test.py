@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """End to end, the job's own collectives: a real efawatchd on a p4d node (50 GB/s expected)
 reading the NCCL Inspector files two pods write into their emptyDirs while they run, and a real
 Prometheus with the shipped rules (every `for:` cut to 2 s).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """End to end: a real Prometheus scrapes a real efawatchd and evaluates the real rules.
 
 The agent runs with the base ConfigMap's efawatchd.conf (flags point it at the fixtures and at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Any bytes, as lines of an Inspector JSON Lines file, as a Prometheus-mode file (both
 // generations) and as the Inspector's start lines in a log: no crash, no exception, no undefined
 // behaviour (UBSan: a number out of range before a conversion), and every op that comes out is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer entry point over the checkpoint loader: arbitrary bytes as the agent's state file
 // (the first byte chooses: the whole file, or a well-formed file whose sink state is the bytes).
 // Loading must never crash; a checkpoint either restores or is set aside whole; and whatever the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer entry point over the agent's whole pod log path, in-process: arbitrary bytes are a
 // pod's log (CRI, docker json-file or plain, chosen by the first byte), written in two parts
 // with a pass of the real Tailer between them, analyzed by the real PodAnalysis, then rendered

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer differential target for the block scanner (lib/nccl/block_scanner.h):
 //   1. ForEachCandidateLine() (the vector scan) must visit exactly the lines IsCandidateLine()
 //      (plain substring searches, line by line) accepts, with the right indices and count, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer differential target for CommLineParser (lib/nccl/comm_line.h): every line of the
 // input, in order, through one parser (so earlier lines' shapes are remembered and matched by
 // later ones) must give what the token parser gives. The first byte, when it is '#', repeats

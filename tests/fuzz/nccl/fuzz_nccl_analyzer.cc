@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer entry point: arbitrary bytes are split into lines and fed to an Analyzer with small
 // bounds (so eviction and truncation paths run), then the report is built and rendered.
 // The first byte picks the envelope and the bounds; seeds are tests/fixtures/nccl/*.log. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL backend on this machine's GPUs, in process: one agent, one rank per GPU. Skips with
 // the reason when there is no GPU (no driver, no device). tests/gpu/run.sh runs it on a GPU
 // machine together with the CLI against a real agent.

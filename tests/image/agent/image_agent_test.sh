@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The image as CI builds it (scripts/build-image.sh, buildah from scratch over this build's
 # binaries), run with buildah under chroot isolation on the host network:
 #   1. the image's entrypoint, user and contents (no shell; every library it holds listed)

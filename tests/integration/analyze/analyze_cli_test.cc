@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the real `efawatch analyze` binary on the NCCL fixtures: text and JSON output, stdin,
 // gzip input, and the exit codes (0 no critical finding, 1 critical, 2 usage or I/O error, 3 no
 // NCCL output at all).

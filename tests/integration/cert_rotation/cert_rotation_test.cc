@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Certificates and their CA rotated in place under three running agents that mesh over mutual
 // TLS on loopback, the way kubelet updates a Secret volume: the files live behind a `current`
 // link that is swapped at once. No agent restarts; the mesh goes on; a client of the new CA is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collectives across three real efawatchd on 127.0.0.1 (tcp provider), coordinated over gRPC:
 // data-checked results, nccl-tests' bandwidth arithmetic, bad arguments, one collective per node,
 // a participant SIGKILLed mid-run, and the CLI's table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduled collective probe across three real efawatchd on 127.0.0.1 (tcp provider): one
 // agent probes the two others every 3 s; its /metrics shows the run's success and busbw, and
 // once a peer is SIGKILLed, the failure within a few runs. The others, without the flag, export

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real efawatchd, started as a process on port 0, reached over real HTTP and real gRPC.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>

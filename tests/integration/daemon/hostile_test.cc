@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real efawatchd against what a tenant or a caller can do to it: a pod printing invalid
 // UTF-8 (the agent stays up, its scrape stays valid, `efawatch status` works, a restart on the
 // same state works), a checkpoint of the wrong shape, and more WatchFindings streams than the

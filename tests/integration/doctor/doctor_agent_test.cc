@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunDoctor over gRPC against a real efawatchd whose host /proc is a fixture tree: one training
 // process of a pod (libnccl mapped, NCCL_SOCKET_IFNAME=lo, a kubepods cgroup), one unrelated
 // process. The report attributes the process to its pod, /metrics counts the pod's FAILs, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `efawatch doctor --pid` against a real process: one started here with libfabric loaded
 // (LD_PRELOAD) and NCCL_SOCKET_IFNAME=lo, FI_PROVIDER=tcp in its environment.
 

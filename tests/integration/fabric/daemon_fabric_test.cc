@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two real efawatchd on 127.0.0.1 probe each other over the libfabric tcp provider, driven
 // through gRPC and through the real CLI.
 #include <gmock/gmock.h>

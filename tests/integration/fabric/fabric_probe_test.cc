@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real responder and real probes over libfabric providers on 127.0.0.1, in one process (and a
 // second process for the SIGKILL case). Bounds are generous: CI machines are small and shared,
 // so the assertions are about correctness and boundedness, not speed.

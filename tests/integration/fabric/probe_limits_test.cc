@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real efawatchd on the tcp provider asked for more than its memory budget: an oversized
 // bandwidth probe aimed at itself is refused before anything is allocated (its peak RSS stays
 // low), and of two concurrent pings that do not fit together the second is refused while the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real efawatchd: a pod whose NCCL Inspector writes 3.2 GB/s AllReduce records of 256 MiB
 // into its emptyDir has that busbw on /metrics within 10 s, next to the node's expected
 // bandwidth; and the real `efawatch analyze` prints the Inspector's table.

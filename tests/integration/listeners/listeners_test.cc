@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent's listeners against clients that hold connections without finishing a request: real
 // agents on 127.0.0.1, the hostile clients and the scraper on the same address (the harder case:
 // a per-address bound alone would lock the scraper out too).

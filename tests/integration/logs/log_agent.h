@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 
 // What the pod-log integration tests share: the real efawatchd over a fixture tree, its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real efawatchd following a temporary pod log tree: CRI logs built from the NCCL fixtures
 // are written while it runs, rotated as kubelet does, truncated, deleted; the agent is SIGKILLed
 // and restarted mid-stream. The scraped metrics must count every line exactly once and show the

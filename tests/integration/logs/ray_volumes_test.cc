@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real efawatchd over a fixture kubelet tree shaped like two KubeRay worker pods: their
 // container logs under the pod log root, and Ray's session logs in an emptyDir volume
 // (session_<ts>/logs/ with session_latest). Worker files are written while it runs (plain

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The agent never opens a file or lists a directory in a pod's secret, projected (service-account
 token), configmap or downward-api volume (issue #33).
 

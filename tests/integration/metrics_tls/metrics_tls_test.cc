@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // /metrics over HTTPS, end to end: real agents with the --metrics-tls-* flags and certificates
 // from scripts/make-certs.sh, scraped by curl on 127.0.0.1 as Prometheus would scrape them.
 #include <gmock/gmock.h>

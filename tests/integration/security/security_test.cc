@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secure by default, end to end: two real agents serve gRPC with mutual TLS and the role table
 // (docs/security.md); callers hold certificates from scripts/make-certs.sh.
 #include <arpa/inet.h>

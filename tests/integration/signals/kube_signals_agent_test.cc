@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real efawatchd against the fake Kubernetes API server (tests/component/mesh/
 // fake_apiserver.py, HTTPS with a bearer token): an Event on the pod whose log shows a TCP
 // fallback, posted once however often the agent looks or is scraped; the node's EfaHealthy

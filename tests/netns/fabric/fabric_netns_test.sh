@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fabric probes across two network namespaces over the tcp provider.
 #   clean run  -> baseline RTT and bandwidth
 #   10% drop   -> (nft numgen) TCP retransmissions raise the RTT tail and/or messages are lost

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fleet ping mesh across network namespaces: five real efawatchd, each in its own namespace,
 # joined by a bridge in a "hub" namespace that also runs dnsmasq (the headless Service stand-in).
 # Agents 1-3 discover peers through DNS, agents 4-5 through a static list.

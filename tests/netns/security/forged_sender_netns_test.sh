@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A fabric message that claims another sender gets no answer at that sender (docs/security.md,
 # "Probe targets only toward agents"). Three network namespaces, all made here: R (the
 # responder under test) joined by one veth pair to V (the victim, whose address is claimed) and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Probe targets other than agents are refused before any connection (docs/security.md).
 # Everything runs in one network namespace that has only a loopback interface: the
 # "non-local" addresses (169.254.169.254, 198.51.100.7) are put on that loopback, with a listener

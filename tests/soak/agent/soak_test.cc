@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Soak: the real efawatchd over a pod log tree that many writers fill with what tenants print
 // (random bytes, 1 MiB lines, invalid UTF-8, NCCL lines with junk fields, CRI partial pieces),
 // with container restarts and pod deletions, while /metrics is scraped through

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Crash soak (issue #33): the real efawatchd counts every pod's log lines exactly, to the pod,
 across SIGKILLs and kubelet's rotation.
 

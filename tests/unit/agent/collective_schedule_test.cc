@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduled collective probe on a fake clock with a fake "run a collective": when it runs
 // (interval, jitter, jittered start), how each outcome is counted (a busy slot is a skip, not a
 // failure), what it exports, and that it stops at once. No sleeps: the test moves the clock.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL backend's libraries are opened at run time (dlopen), not named in the executable: a
 // build with NCCL must still find and bind every function it calls, GPU or not. On a machine
 // without a GPU the GPU test skips, so this is where a missing symbol or a wrong library name

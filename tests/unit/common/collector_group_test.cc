@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A group of collectors is one collector to the edge: its name, every member's samples, the
 // first failure.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The instance type table against what the DaemonSet targets: every type its node affinity
 // names has an expected EFA count (else efa_devices_missing can never fire there), and the DMI
 // product name is read the way EC2's Nitro instances write it.

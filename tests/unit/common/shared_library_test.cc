@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SharedLibrary: the dlopen seam behind the libraries the agent opens only where it uses them.
 #include "lib/common/shared_library.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // lib/doctor on fixture roots (an image or node filesystem laid out in a temporary directory), a
 // fixture /proc tree, and this machine's real libfabric and NCCL.
 

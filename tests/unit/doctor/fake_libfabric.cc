@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stand-in libfabric for the doctor's efa-provider check: the four calls the check makes, with
 // an efa provider that answers (no machine here has one). Loaded by path with dlopen only.
 #include <rdma/fabric.h>

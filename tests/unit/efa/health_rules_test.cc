@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/efa/health_rules.h"
 
 #include <gmock/gmock.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "probes/fabric/message.h"
 
 #include <gtest/gtest.h>

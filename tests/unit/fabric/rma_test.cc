@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RMA refusals: what a prober says when RMA cannot work, before any traffic.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL Inspector's two formats as this reader takes them: JSON Lines records of format v4.0
 // (and the fields it knows of other versions), Prometheus-mode textfiles, the message-size
 // buckets, the bounded communicator table, and the bandwidth each instance type should give.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a tenant's pod can print must not knock the agent over: invalid UTF-8 reaches no edge
 // (checkpoint JSON, label values, findings), a checkpoint of the wrong shape is refused whole,
 // findings restored for a pod deleted while the agent was down expire, and label values drawn

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PodAnalysis fed by blocks of lines (as the tailer hands them over) must reach the same
 // verdicts, counts and findings as when fed line by line, whatever wraps the lines.
 #include "daemon/logs/pod_analysis.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // When the tailer walks its trees: at once at start, on inotify's asks no sooner than the last
 // walk's cost allows, and at the poll interval without an ask.
 #include "daemon/logs/scan_schedule.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "lib/nccl/comm_line.h"
 
 #include <gtest/gtest.h>

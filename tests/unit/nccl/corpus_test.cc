@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs every real log of the shared corpus (../shared/nccl-logs, never copied into the
 // repository) and checks the labels of MANIFEST.tsv, plain, re-wrapped as CRI and docker
 // json-file records, and inside the envelopes of testing::AllWraps(). Skips when the corpus is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Analyzer::FeedLines must give the report (and counters) that Feed() line by line gives,
 // whatever the envelope and wherever the input is cut into blocks.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs every fixture under tests/fixtures/nccl (plain, and re-wrapped as CRI and docker
 // json-file records) and compares the summary with EXPECTED.tsv.
 #include <gtest/gtest.h>

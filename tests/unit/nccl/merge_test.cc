@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Analyzer::Merge must give the report that feeding the whole input to one analyzer gives.
 #include <gtest/gtest.h>
 

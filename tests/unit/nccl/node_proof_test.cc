@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The node-count rules (docs/nccl-findings.md, "Node count"), each shown proving what it proves
 // and proving nothing where its condition falls short; then the three severities they give a
 // TCP or loopback net.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ray Train's output as the analyzer meets it: the driver's forwarded lines (prefix with and
 // without ip=, ANSI colours, "[repeated Nx across cluster]") and a worker's own .out file (marker
 // lines, no prefix), in every envelope.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "lib/nccl/record_scanner.h"
 
 #include <gtest/gtest.h>

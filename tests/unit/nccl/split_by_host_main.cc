@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // split_by_host: cuts an NCCL log into one file per host, the share each node's agent sees.
 //   split_by_host <log> <out-dir>
 // Writes <out-dir>/<host>.log for every host name of the log's NCCL records and prints their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cuts every log that shows two or more hosts (the shared corpus and the fixtures) into one
 // piece per host, the share a node's agent sees in a DaemonSet, and checks that each piece's
 // report agrees with the whole log's: where the whole is a TCP fallback, every piece that shows

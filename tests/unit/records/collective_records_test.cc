@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collective probe's records cross the API (proto/codec/collective) with every field. Each
 // record is filled with values unlike its defaults, sent through ToProto and FromProto, and
 // compared whole; a field count per record fails when a field is added, so the codec and this

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fabric probes' records and the node snapshot cross the API (proto/codec/probes,
 // daemon/rpc/node_health_codec) with every field the API carries. Each record is filled with
 // values unlike its defaults, sent through ToProto and FromProto and compared whole; fields that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every field of the agent's records crosses every edge: the checkpoint's JSON, the gRPC API
 // (proto/codec) and Prometheus (WriteVerdictMetrics). Each test changes one field at a time
 // through the record's own field list and expects the edge's output to change (or the field to

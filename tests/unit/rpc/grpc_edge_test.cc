@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gRPC edge over a fake handler: real gRPC on 127.0.0.1, no agent behind it. What the edge
 // owns is tested here: requests converted to the handler's typed arguments, the handler's
 // statuses mapped to gRPC codes with their messages, calls refused by authorization before they

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-RPC role table and the authorizer that applies it.
 #include "daemon/rpc/authz.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which targets an agent may connect to on a caller's behalf. Pure checks: nothing is dialled.
 #include "daemon/agent/target_policy.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Kubernetes signals' rules on a fake clock with a recording API: one Event per problem
 // (not one per round), the rate limit, AlreadyExists and RBAC refusals, NodeConditions sent on
 // change and on the heartbeat only, with their transition times.

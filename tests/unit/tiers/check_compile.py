@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The compiler enforces the tiers: a file of a lower tier that includes a header of a higher one
 (or of a module its target does not link) does not compile.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The tiers only depend downward: lib/ <- probes/ <- daemon/ and cli/ (docs/architecture.md).
 # Fails, naming the file and line, when an #include or a CMake link points the other way, when a
 # probe reaches into another probe for shared code, or when protobuf-generated headers leak into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/tls/cert_watcher.h"
 
 #include <gmock/gmock.h>
