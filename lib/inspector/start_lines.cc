@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "lib/inspector/start_lines.h"
 
 #include "lib/common/number.h"

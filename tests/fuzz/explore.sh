@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Explores for new bugs, outside CI: each libFuzzer target (or the ones named) for SECONDS with a
 # random seed, from the seeds, the regression inputs and a corpus kept between runs in
 # build-fuzz/corpus/<target>. A crash is written to tests/fuzz/regressions/<target>/: fix the bug,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by tests/fuzz/run.sh and tests/fuzz/explore.sh: the libFuzzer targets, their seeds and
 # input size limits, and the build of build-fuzz/ (ASan+UBSan, clang).
 # shellcheck shell=bash
