@@ -6,7 +6,7 @@
 #   2. mutates them for a fixed number of runs from a fixed seed (-seed=1 -runs=N).
 # The same commit gives the same inputs on every machine, so a change fails on its own inputs,
 # never on a bug a random exploration happened to find while it was landing. Exploring for new
-# bugs is tests/fuzz/explore.sh, run outside CI (docs/architecture.md, "Fuzzing").
+# bugs is tests/fuzz/explore.sh, run outside CI (README.md, "Development").
 # Configures and builds build-fuzz/ when needed. Exit status is libFuzzer's (non-zero on a crash,
 # leak, sanitizer report or timeout).
 # Usage: tests/fuzz/run.sh [RUNS]   (mutations per target, default 20000)
