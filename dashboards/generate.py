@@ -614,8 +614,8 @@ def fleet():
           + "))", "{{node}}")],
     )
     b.timeseries(
-        "EFA errors and SRD events (15m increase), top 10 nodes",
-        [(f"topk(10, sum by (cluster, node) (efawatch:efa_errors:increase15m{{{NODE_SEL}}}))",
+        "EFA errors and SRD events per GB moved (15m), top 10 nodes",
+        [(f"topk(10, max by (cluster, node) (efawatch:efa_errors_per_gb:15m{{{NODE_SEL}}}))",
           "{{node}}")],
     )
     b.timeseries(
