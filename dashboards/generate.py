@@ -548,6 +548,22 @@ def fleet():
         "evidence: `efawatch status` on the node shows the log line (the link opens the node "
         "view).",
     )
+    b.table(
+        "NCCL pods efawatch cannot judge",
+        [(f"max by (cluster, node, namespace, pod, workload_kind, workload, reason) ("
+          f"efawatch:nccl_unjudged:info{{{POD_SEL}, workload=~\"$workload\"}})", None)],
+        columns={"workload": "workload", "workload_kind": "kind", "namespace": "namespace",
+                 "pod": "pod", "node": "node", "reason": "reason", "cluster": "cluster"},
+        w=24,
+        h=6,
+        links={"workload": [job_link_workload()], "pod": [job_link_pod()],
+               "node": [node_link()]},
+        description="Pods whose transport the agent cannot tell, so an empty table above is not "
+        "proof: no_nccl_output (a training job's pod with no NCCL line in the logs the agent "
+        "reads: NCCL_DEBUG unset, or NCCL_DEBUG_FILE outside pod volumes), nccl_debug_not_info "
+        "(NCCL_DEBUG=WARN: no line names the transport), transport_unknown (no transport line "
+        "yet). Set NCCL_DEBUG=INFO in the job (docs/logs.md).",
+    )
     b.row("Fleet now")
     b.stat("Agents up", f'sum(up{{job="efawatch", {NODE_SEL}}}) or vector(0)', BAD_IF_NONE)
     b.stat("Agents down", f'count(up{{job="efawatch", {NODE_SEL}}} == 0) or vector(0)', BAD_IF_ANY)
