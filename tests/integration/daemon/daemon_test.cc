@@ -359,8 +359,8 @@ TEST(DaemonTest, WatchFindingsStreamsEfaFindingsRaisedAndCleared) {
   ASSERT_EQ(h.findings_size(), 1);
   EXPECT_EQ(h.findings(0).kind(), "efa_admin_queue_stuck");
   auto [status, body] = testing::HttpGet(agent.ports()->metrics, "/metrics");
-  EXPECT_THAT(
-      body, HasSubstr("efawatch_findings{kind=\"efa_admin_queue_stuck\",severity=\"critical\"} 1"));
+  EXPECT_THAT(body, HasSubstr("efawatch_findings{kind=\"efa_admin_queue_stuck\",severity="
+                              "\"critical\",namespace=\"\",pod=\"\"} 1"));
 
   testing::WriteFile(counter, "0\n");
   ASSERT_TRUE(reader->Read(&e));
