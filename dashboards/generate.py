@@ -77,6 +77,14 @@ def in_workload(expr):
     return f"({expr}) and on ({POD_BY}) ({pods_in_workload(False)})"
 
 
+def findings(extra=""):
+    """efawatch_findings of the node (no pod) and of the pods of $namespace, $pod and
+    $workload: a node's own findings show while no pod is selected."""
+    sel = POD_SEL + extra
+    return (f'(efawatch_findings{{{sel}, pod=""}} or '
+            + in_workload(f'efawatch_findings{{{sel}, pod!=""}}') + ")")
+
+
 def in_job_workload(expr):
     """in_workload for the job view, whose $workload may be a communicator."""
     return f"({expr}) and on ({POD_BY}) ({pods_in_workload(True)})"
@@ -598,7 +606,7 @@ def fleet():
     b.row("Nodes")
     b.table(
         "Nodes with findings",
-        [(f"sum by (cluster, node, kind, severity) (efawatch_findings{{{NODE_SEL}}} > 0)",
+        [(f"sum by (cluster, node, kind, severity) ({findings()} > 0)",
           "findings")],
         columns={"node": "node", "kind": "kind", "severity": "severity"},
         links={"node": [node_link()]},
@@ -726,7 +734,7 @@ def node():
     )
     b.stat(
         "Critical findings",
-        f'sum(efawatch_findings{{{NODE_SEL}, severity="critical"}}) or vector(0)',
+        "sum(" + findings(', severity="critical"') + ") or vector(0)",
         BAD_IF_ANY,
     )
     b.table(
@@ -808,7 +816,7 @@ def node():
     )
     b.table(
         "Findings",
-        [(f"sum by (kind, severity) (efawatch_findings{{{NODE_SEL}}} > 0)", "count")],
+        [(f"sum by (kind, severity) ({findings()} > 0)", "count")],
         columns={"kind": "kind", "severity": "severity"},
         w=12,
     )
