@@ -138,6 +138,11 @@ efa::EfaMonitorOptions EfaOptionsFrom(const Config& c) {
   o.health.instance_type = type;
   o.health.type_supports = common::ExpectedEfaDevices(type);
   using E = Config::EfaExpectation;
+  if (c.efa_expected_devices_zero) {
+    spdlog::warn(
+        "efa-expected-devices=0 is deprecated: it means auto (the EFA devices the node was "
+        "given), not the instance type's count; write auto, or type for the old default");
+  }
   switch (c.efa_expectation) {
     case E::kAuto:
       o.health.expectation = efa::Expectation::kAuto;

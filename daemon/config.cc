@@ -335,6 +335,7 @@ const std::vector<Option>& Options() {
          }
          c.efa_expectation = n == 0 ? E::kAuto : E::kCount;
          c.efa_expected_devices = static_cast<unsigned>(n);
+         c.efa_expected_devices_zero = n == 0;
          return absl::OkStatus();
        }},
       {"efa-clear-after-seconds", false,

@@ -61,7 +61,8 @@ struct Config {
   enum class EfaExpectation { kAuto, kNone, kType, kCount };
   std::string instance_type;
   EfaExpectation efa_expectation = EfaExpectation::kAuto;
-  unsigned efa_expected_devices = 0;  // kCount only
+  unsigned efa_expected_devices = 0;       // kCount only
+  bool efa_expected_devices_zero = false;  // given as 0: the deprecated spelling of auto
   std::chrono::seconds efa_clear_after{600};
   std::map<std::string, uint64_t> efa_rise_thresholds = {{"rx_drops", 100}};
   std::vector<std::string> net_interface_prefixes = {"eth", "ens", "enp", "eno"};

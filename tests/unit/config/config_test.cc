@@ -230,6 +230,10 @@ TEST(ConfigTest, EfaExpectedDevicesTakesAutoNoneTypeOrACountAndZeroStaysAuto) {
     EXPECT_EQ(c->efa_expectation, want) << value;
   }
   EXPECT_EQ(c->efa_expected_devices, 32u);
+  EXPECT_FALSE(c->efa_expected_devices_zero);
+  c = Parse({"--efa-expected-devices=0"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->efa_expected_devices_zero) << "the agent warns: 0 is the old spelling of auto";
   c = Parse({}, {{"EFAWATCH_EFA_EXPECTED_DEVICES", "none"}});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->efa_expectation, E::kNone);
