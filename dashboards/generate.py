@@ -576,6 +576,23 @@ def fleet():
     b.stat("Agents up", f'sum(up{{job="efawatch", {NODE_SEL}}}) or vector(0)', BAD_IF_NONE)
     b.stat("Agents down", f'count(up{{job="efawatch", {NODE_SEL}}} == 0) or vector(0)', BAD_IF_ANY)
     b.stat(
+        "Agents scheduled",
+        'sum(efawatch:agents_scheduled:sum{cluster=~"$cluster"}) or vector(0)',
+        NEUTRAL,
+        description="Agent pods the efawatch DaemonSets should run (kube-state-metrics: the "
+        "nodes their affinities admit). 0 without kube-state-metrics: compare Agents up with "
+        "the GPU nodes you expect agents on.",
+    )
+    b.stat(
+        "Agents scheduled, not ready",
+        '(sum(efawatch:agents_scheduled:sum{cluster=~"$cluster"}) - '
+        'sum(efawatch:agents_ready:sum{cluster=~"$cluster"})) or vector(0)',
+        BAD_IF_ANY,
+        description="Agents that should run and are not ready (Pending, ErrImagePull, "
+        "CrashLoopBackOff): Agents down cannot see an agent that never got a scrape target "
+        "(EfawatchAgentPodsNotReady).",
+    )
+    b.stat(
         "Nodes with NCCL TCP fallback",
         f"count(count by (cluster, node) ("
         + in_workload(not_deliberate(f"efawatch_nccl_tcp_fallback{{{POD_SEL}}} == 1"))
