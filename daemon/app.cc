@@ -137,8 +137,30 @@ efa::EfaMonitorOptions EfaOptionsFrom(const Config& c) {
   // --instance-type, else what EC2 writes in the DMI product name (no API call, no label).
   std::string type = c.instance_type;
   if (type.empty()) type = common::InstanceTypeFromDmi(c.paths.sysfs);
-  o.health.expected_devices =
-      c.efa_expected_devices > 0 ? c.efa_expected_devices : common::ExpectedEfaDevices(type);
+  o.health.instance_type = type;
+  o.health.type_supports = common::ExpectedEfaDevices(type);
+  using E = Config::EfaExpectation;
+  if (c.efa_expected_devices_zero) {
+    spdlog::warn(
+        "efa-expected-devices=0 is deprecated: it means auto (the EFA devices the node was "
+        "given), not the instance type's count; write auto, or type for the old default");
+  }
+  switch (c.efa_expectation) {
+    case E::kAuto:
+      o.health.expectation = efa::Expectation::kAuto;
+      break;
+    case E::kNone:
+      o.health.expectation = efa::Expectation::kNone;
+      break;
+    case E::kType:
+      o.health.expectation = efa::Expectation::kCount;
+      o.health.expected_devices = o.health.type_supports;
+      break;
+    case E::kCount:
+      o.health.expectation = efa::Expectation::kCount;
+      o.health.expected_devices = c.efa_expected_devices;
+      break;
+  }
   if (!type.empty())
     spdlog::info("instance type {} ({})", type,
                  c.instance_type.empty() ? "DMI product name" : "--instance-type");
@@ -250,7 +272,12 @@ void App::CreateLogs() {
 }
 
 void App::CreateEfa() {
-  const efa::EfaMonitorOptions eopts = EfaOptionsFrom(config_);
+  efa::EfaMonitorOptions eopts = EfaOptionsFrom(config_);
+  // The node's advertised EFA devices, which the Kubernetes signals read with the node (signals_
+  // is set once at start, before the EFA thread runs; the first evaluation, here, sees none).
+  eopts.advertised = [this]() -> std::optional<unsigned> {
+    return signals_ ? signals_->AdvertisedEfa() : std::nullopt;
+  };
   // The EFA fallback rule needs to know whether NCCL jobs run here: the log analysis says.
   efa_ = std::make_unique<efa::EfaMonitor>(
       eopts, clock_, &findings_, [this] { return pods_->NcclActive(); },
@@ -271,7 +298,7 @@ void App::CreateEfa() {
   } else {
     spdlog::info("EFA: {} device(s) under {}/class/infiniband{}", efa_->efa_devices(),
                  config_.paths.sysfs.string(),
-                 eopts.health.expected_devices > 0
+                 eopts.health.expectation == efa::Expectation::kCount
                      ? fmt::format(", {} expected", eopts.health.expected_devices)
                      : "");
   }
@@ -616,6 +643,11 @@ void App::CreateSignals() {
   auto send = [api](const std::stop_token& stop, const std::string& method, const std::string& path,
                     const std::string& content_type, const nlohmann::json& body) {
     return kube::Send(api, stop, method, path, content_type, body);
+  };
+  // The node's allocatable vpc.amazonaws.com/efa: what the EFA health rules expect (auto).
+  o.list = [api](const std::stop_token& stop, const std::string& path,
+                 const std::string& field_selector) {
+    return kube::ListAll(api, stop, path, "", field_selector);
   };
   signals_ = std::make_unique<signals::KubeSignals>(
       std::move(o), [this] { return ObserveSignals(); }, std::move(send), clock_);

@@ -312,16 +312,37 @@ const std::vector<Option>& Options() {
          return absl::OkStatus();
        }},
       {"instance-type", false,
-       "EC2 instance type (Kubernetes: the node's instance-type label); sets the expected EFA "
-       "device count for known types. Default: the DMI product name under --sysfs-root.",
+       "EC2 instance type; says whether the node could have EFA (a type that supports it on a "
+       "node launched without it is the info finding efa_not_attached) and, with "
+       "--efa-expected-devices=type, how many devices. Default: the DMI product name under "
+       "--sysfs-root.",
        String(&Config::instance_type)},
-      {"efa-expected-devices", false, "EFA devices this node must have (0: unknown).",
+      {"efa-expected-devices", false,
+       "EFA devices this node must keep: auto (those present at start, or the node's "
+       "allocatable vpc.amazonaws.com/efa when --kube-signals reads more), none, type (what "
+       "the instance type supports), or a number from 1 to 256 (0: auto).",
        [](Config& c, const std::string& v) -> absl::Status {
+         using E = Config::EfaExpectation;
+         if (v == "auto") {
+           c.efa_expectation = E::kAuto;
+           return absl::OkStatus();
+         }
+         if (v == "none") {
+           c.efa_expectation = E::kNone;
+           return absl::OkStatus();
+         }
+         if (v == "type") {
+           c.efa_expectation = E::kType;
+           return absl::OkStatus();
+         }
          int n = 0;
          if (!absl::SimpleAtoi(v, &n) || n < 0 || n > 256) {
-           return Bad("efa-expected-devices", v, "must be an integer from 0 to 256");
+           return Bad("efa-expected-devices", v,
+                      "must be auto, none, type or an integer from 0 to 256");
          }
+         c.efa_expectation = n == 0 ? E::kAuto : E::kCount;
          c.efa_expected_devices = static_cast<unsigned>(n);
+         c.efa_expected_devices_zero = n == 0;
          return absl::OkStatus();
        }},
       {"efa-clear-after-seconds", false,

@@ -55,9 +55,15 @@ struct Config {
   unsigned fabric_rx_depth = 4;
   uint64_t fabric_max_message_bytes = (1u << 20) + 4096;
   std::chrono::milliseconds collector_budget{2000};
-  // EFA health (daemon/efa). Expected devices: explicit, else from the instance type, else 0.
+  // EFA health (daemon/efa). --efa-expected-devices: `auto` (what the node was given: the EFA
+  // devices present at start, or the node's allocatable vpc.amazonaws.com/efa when larger),
+  // `none`, `type` (what the instance type supports), or a number (`0` is `auto`, as it was
+  // "from the type" before `auto` existed).
+  enum class EfaExpectation { kAuto, kNone, kType, kCount };
   std::string instance_type;
-  unsigned efa_expected_devices = 0;
+  EfaExpectation efa_expectation = EfaExpectation::kAuto;
+  unsigned efa_expected_devices = 0;       // kCount only
+  bool efa_expected_devices_zero = false;  // given as 0: the deprecated spelling of auto
   std::chrono::seconds efa_clear_after{600};
   std::map<std::string, uint64_t> efa_rise_thresholds = {{"rx_drops", 100}};
   std::vector<std::string> net_interface_prefixes = {"eth", "ens", "enp", "eno"};

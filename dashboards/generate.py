@@ -78,6 +78,14 @@ def in_workload(expr):
     return f"({expr}) and on ({POD_BY}) ({pods_in_workload(False)})"
 
 
+def findings(extra=""):
+    """efawatch_findings of the node (no pod) and of the pods of $namespace, $pod and
+    $workload: a node's own findings show while no pod is selected."""
+    sel = POD_SEL + extra
+    return (f'(efawatch_findings{{{sel}, pod=""}} or '
+            + in_workload(f'efawatch_findings{{{sel}, pod!=""}}') + ")")
+
+
 def in_job_workload(expr):
     """in_workload for the job view, whose $workload may be a communicator."""
     return f"({expr}) and on ({POD_BY}) ({pods_in_workload(True)})"
@@ -549,9 +557,42 @@ def fleet():
         "evidence: `efawatch status` on the node shows the log line (the link opens the node "
         "view).",
     )
+    b.table(
+        "NCCL pods efawatch cannot judge",
+        [(f"max by (cluster, node, namespace, pod, workload_kind, workload, reason) ("
+          f"efawatch:nccl_unjudged:info{{{POD_SEL}, workload=~\"$workload\"}})", None)],
+        columns={"workload": "workload", "workload_kind": "kind", "namespace": "namespace",
+                 "pod": "pod", "node": "node", "reason": "reason", "cluster": "cluster"},
+        w=24,
+        h=6,
+        links={"workload": [job_link_workload()], "pod": [job_link_pod()],
+               "node": [node_link()]},
+        description="Pods whose transport the agent cannot tell, so an empty table above is not "
+        "proof: no_nccl_output (a training job's pod with no NCCL line in the logs the agent "
+        "reads: NCCL_DEBUG unset, or NCCL_DEBUG_FILE outside pod volumes), nccl_debug_not_info "
+        "(NCCL_DEBUG=WARN: no line names the transport), transport_unknown (no transport line "
+        "yet). Set NCCL_DEBUG=INFO in the job (docs/logs.md).",
+    )
     b.row("Fleet now")
     b.stat("Agents up", f'sum(up{{job="efawatch", {NODE_SEL}}}) or vector(0)', BAD_IF_NONE)
     b.stat("Agents down", f'count(up{{job="efawatch", {NODE_SEL}}} == 0) or vector(0)', BAD_IF_ANY)
+    b.stat(
+        "Agents scheduled",
+        'sum(efawatch:agents_scheduled:sum{cluster=~"$cluster"}) or vector(0)',
+        NEUTRAL,
+        description="Agent pods the efawatch DaemonSets should run (kube-state-metrics: the "
+        "nodes their affinities admit). 0 without kube-state-metrics: compare Agents up with "
+        "the GPU nodes you expect agents on.",
+    )
+    b.stat(
+        "Agents scheduled, not ready",
+        '(sum(efawatch:agents_scheduled:sum{cluster=~"$cluster"}) - '
+        'sum(efawatch:agents_ready:sum{cluster=~"$cluster"})) or vector(0)',
+        BAD_IF_ANY,
+        description="Agents that should run and are not ready (Pending, ErrImagePull, "
+        "CrashLoopBackOff): Agents down cannot see an agent that never got a scrape target "
+        "(EfawatchAgentPodsNotReady).",
+    )
     b.stat(
         "Nodes with NCCL TCP fallback",
         f"count(count by (cluster, node) ("
@@ -583,7 +624,7 @@ def fleet():
     b.row("Nodes")
     b.table(
         "Nodes with findings",
-        [(f"sum by (cluster, node, kind, severity) (efawatch_findings{{{NODE_SEL}}} > 0)",
+        [(f"sum by (cluster, node, kind, severity) ({findings()} > 0)",
           "findings")],
         columns={"node": "node", "kind": "kind", "severity": "severity"},
         links={"node": [node_link()]},
@@ -615,8 +656,8 @@ def fleet():
           + "))", "{{node}}")],
     )
     b.timeseries(
-        "EFA errors and SRD events (15m increase), top 10 nodes",
-        [(f"topk(10, sum by (cluster, node) (efawatch:efa_errors:increase15m{{{NODE_SEL}}}))",
+        "EFA errors and SRD events per GB moved (15m), top 10 nodes",
+        [(f"topk(10, max by (cluster, node) (efawatch:efa_errors_per_gb:15m{{{NODE_SEL}}}))",
           "{{node}}")],
     )
     b.timeseries(
@@ -711,7 +752,7 @@ def node():
     )
     b.stat(
         "Critical findings",
-        f'sum(efawatch_findings{{{NODE_SEL}, severity="critical"}}) or vector(0)',
+        "sum(" + findings(', severity="critical"') + ") or vector(0)",
         BAD_IF_ANY,
     )
     b.table(
@@ -793,7 +834,7 @@ def node():
     )
     b.table(
         "Findings",
-        [(f"sum by (kind, severity) (efawatch_findings{{{NODE_SEL}}} > 0)", "count")],
+        [(f"sum by (kind, severity) ({findings()} > 0)", "count")],
         columns={"kind": "kind", "severity": "severity"},
         w=12,
     )

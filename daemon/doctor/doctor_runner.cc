@@ -27,7 +27,9 @@ Target NodeTarget(const DoctorRunnerOptions& o) {
 std::vector<common::Finding> FailFindings(const Report& r,
                                           std::chrono::system_clock::time_point now) {
   std::vector<common::Finding> out;
-  auto add = [&](const Check& c, const std::string& subject) {
+  // A check of a pod's NCCL process names that pod (namespace_name, pod), as log findings do.
+  auto add = [&](const Check& c, const std::string& subject, const std::string& namespace_name,
+                 const std::string& pod) {
     if (c.status != Status::kFail) return;
     out.push_back(
         {.kind = "doctor_check_failed",
@@ -36,13 +38,17 @@ std::vector<common::Finding> FailFindings(const Report& r,
          .message = c.id + ": " + c.summary + (c.fix.empty() ? "" : " (fix: " + c.fix + ")"),
          .evidence = {.source = "efawatch doctor", .line = 0, .text = c.evidence},
          .first_seen = now,
-         .last_seen = now});
+         .last_seen = now,
+         .namespace_name = namespace_name,
+         .pod = pod});
   };
-  for (const Check& c : r.node) add(c, "node");
+  for (const Check& c : r.node) add(c, "node", "", "");
   for (const ProcessReport& p : r.processes) {
     const std::string who =
         p.pod.empty() ? "pid " + std::to_string(p.pid) : p.namespace_name + "/" + p.pod;
-    for (const Check& c : p.checks) add(c, who);
+    for (const Check& c : p.checks) {
+      add(c, who, p.pod.empty() ? "" : p.namespace_name, p.pod);
+    }
   }
   return out;
 }

@@ -82,6 +82,7 @@ void EfaMonitor::EvaluateOnce() {
   if (interfaces.ok()) input.interfaces = std::move(*interfaces);
   input.nccl_active = nccl_active_ && nccl_active_();
   input.own_probe_tcp_bytes = own_probe_bytes_ ? own_probe_bytes_() : 0;
+  if (options_.advertised) input.advertised = options_.advertised();
   std::vector<common::Finding> findings;
   {
     std::lock_guard lock(rules_mu_);
@@ -146,13 +147,12 @@ absl::Status EfaMonitor::Collect(std::chrono::steady_clock::time_point deadline,
   }
   sink.Add(metrics::M::kRdmaDevices, {}, static_cast<double>(devices.size()));
   sink.Add(metrics::M::kEfaDevices, {}, efa);
-  if (options_.health.expected_devices > 0) {
-    sink.Add(metrics::M::kEfaDevicesExpected, {}, options_.health.expected_devices);
-  }
   sink.Add(metrics::M::kRdmaDeviceReadsTotal, {}, static_cast<double>(device_reads_.load()));
   {
     std::lock_guard lock(rules_mu_);
     sink.Add(metrics::M::kRdmaHwResetsTotal, {}, static_cast<double>(rules_.resets()));
+    // What the latest evaluation expected: none on a node given no EFA.
+    if (rules_.expected() > 0) sink.Add(metrics::M::kEfaDevicesExpected, {}, rules_.expected());
   }
   auto interfaces = ReadNetDev(options_.procfs_root, options_.interface_prefixes);
   if (interfaces.ok()) {

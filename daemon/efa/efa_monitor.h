@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -30,6 +31,9 @@ struct EfaMonitorOptions {
   /// How often the health rules run, in the monitor's own thread.
   std::chrono::seconds evaluate_interval{15};
   HealthOptions health;
+  /// The node's allocatable vpc.amazonaws.com/efa when known (Kubernetes API); may be empty.
+  /// Called on the monitor thread at each evaluation: it must not block.
+  std::function<std::optional<unsigned>()> advertised;
 };
 
 /// EFA and RDMA device health. Owns a cache of device reads (at most one per device per

@@ -82,7 +82,7 @@ std::vector<Finding> HealthRules::Evaluate(const HealthInput& input) {
     if (d.is_efa) ++efa_devices;
     efa_bytes += CheckDevice(d, now, out);
   }
-  CheckDeviceCount(present, efa_devices, out);
+  CheckDeviceCount(present, efa_devices, input.advertised, out);
   ReportRising(now, out);
   CheckFallback(input, efa_bytes, efa_devices, out);
   return out;
@@ -115,9 +115,10 @@ uint64_t HealthRules::CheckDevice(const DeviceSnapshot& d,
 }
 
 void HealthRules::CheckDeviceCount(const std::set<std::string>& present, unsigned efa_devices,
-                                   std::vector<Finding>& out) {
+                                   std::optional<unsigned> advertised, std::vector<Finding>& out) {
   if (first_) {
     devices_at_start_ = present;
+    efa_at_start_ = efa_devices;
     first_ = false;
   }
   for (const auto& name : devices_at_start_) {
@@ -128,11 +129,44 @@ void HealthRules::CheckDeviceCount(const std::set<std::string>& present, unsigne
           absl::StrCat("class/infiniband/", name), "missing"));
     }
   }
-  if (options_.expected_devices > 0 && efa_devices < options_.expected_devices) {
+  // What the node was given, not what its type could have: EFA is optional on most types
+  // (g5, g6, g6e node groups often run without it), so a type alone expects nothing. The EFA
+  // device plugin advertises the devices it found at its start; a node advertising more than
+  // it has lost some.
+  std::string why;
+  bool gone_explains = false;  // each lost device is an efa_device_gone already
+  expected_ = 0;
+  switch (options_.expectation) {
+    case Expectation::kNone:
+      break;
+    case Expectation::kCount:
+      expected_ = options_.expected_devices;
+      why = "--efa-expected-devices";
+      break;
+    case Expectation::kAuto:
+      expected_ = efa_at_start_;
+      gone_explains = true;
+      if (advertised.has_value() && *advertised > expected_) {
+        expected_ = *advertised;
+        why = "the node's allocatable vpc.amazonaws.com/efa";
+        gone_explains = false;
+      }
+      break;
+  }
+  if (expected_ > 0 && efa_devices < expected_ && !gone_explains) {
     out.push_back(Make(
         "efa_devices_missing", Severity::kCritical, "node",
-        absl::StrCat(efa_devices, " EFA devices present, ", options_.expected_devices, " expected"),
+        absl::StrCat(efa_devices, " EFA devices present, ", expected_, " expected (", why, ")"),
         "class/infiniband", absl::StrCat(efa_devices)));
+  }
+  if (options_.expectation == Expectation::kAuto && expected_ == 0 && efa_devices == 0 &&
+      options_.type_supports > 0) {
+    out.push_back(Make(
+        "efa_not_attached", Severity::kInfo, "node",
+        absl::StrCat(options_.instance_type, " supports ", options_.type_supports,
+                     " EFA interface(s); this node was launched without any (no EFA device, none "
+                     "advertised): its jobs cannot use EFA, and the agent checks no EFA device"),
+        "class/infiniband", "0"));
   }
 }
 
@@ -168,7 +202,8 @@ void HealthRules::CheckFallback(const HealthInput& input, uint64_t efa_bytes, un
   const uint64_t d_efa = efa_bytes - oldest.efa_bytes;
   if (d_eth < options_.fallback_ethernet_bytes || d_efa >= options_.fallback_efa_bytes) return;
   out.push_back(
-      Make("efa_idle_tcp_busy", Severity::kCritical, "node",
+      // A heuristic (a checkpoint to FSx looks alike): a warning, never a page.
+      Make("efa_idle_tcp_busy", Severity::kWarning, "node",
            absl::StrCat("NCCL jobs are active but the EFA devices moved ", d_efa,
                         " bytes while ethernet moved ", d_eth, " bytes in the last ",
                         std::chrono::duration_cast<std::chrono::seconds>(now - oldest.when).count(),

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +15,13 @@
 
 namespace efawatch::efa {
 
+/// How many EFA devices the node must keep (--efa-expected-devices).
+enum class Expectation {
+  kAuto,   ///< what the node was given: devices at the first evaluation, or advertised if more
+  kNone,   ///< no device-count check
+  kCount,  ///< `expected_devices`, whatever the node was given (also the instance type's count)
+};
+
 /// Thresholds of the EFA health rules. Defaults and their reasons are in docs/findings.md.
 struct HealthOptions {
   /// A rising-counter finding clears after the counter has not risen for this long.
@@ -21,8 +29,13 @@ struct HealthOptions {
   /// Minimum rise between two evaluations that raises a finding, per counter. Counters not
   /// listed use 1 if the driver marks them as trouble (counters.cc), and are ignored otherwise.
   std::map<std::string, uint64_t> rise_thresholds = {{"rx_drops", 100}};
-  /// 0: unknown (no device-count check).
+  Expectation expectation = Expectation::kAuto;
+  /// kCount: the devices the node must have (0: no check).
   unsigned expected_devices = 0;
+  /// EFA interfaces the instance type supports (0: none or unknown) and its name: with
+  /// kAuto, such a type on a node given no EFA raises the info finding efa_not_attached.
+  unsigned type_supports = 0;
+  std::string instance_type;
   /// The log-free fallback check: over `fallback_window`, ethernet bytes (minus our own probes'
   /// traffic) rose by at least `fallback_ethernet_bytes` while all EFA tx+rx bytes rose by less
   /// than `fallback_efa_bytes`, and NCCL jobs were active.
@@ -38,6 +51,9 @@ struct HealthInput {
   std::map<std::string, InterfaceCounters> interfaces;
   uint64_t own_probe_tcp_bytes = 0;  // bytes our own probes moved through the kernel stack
   bool nccl_active = false;
+  /// The node's allocatable vpc.amazonaws.com/efa (the EFA device plugin's count), when the
+  /// Kubernetes API said; nullopt when unknown.
+  std::optional<unsigned> advertised;
 };
 
 /// Turns successive samples into findings: rising error counters, a wedged admin queue,
@@ -53,6 +69,9 @@ class HealthRules {
 
   /// Counter decreases seen so far (resets), for a metric.
   uint64_t resets() const { return resets_; }
+
+  /// The EFA devices the node must have, as of the latest evaluation (0: no check).
+  unsigned expected() const { return expected_; }
 
  private:
   struct Rising {
@@ -71,9 +90,10 @@ class HealthRules {
   // admin queue. Returns its EFA tx+rx bytes (0 for a device that is not EFA).
   uint64_t CheckDevice(const DeviceSnapshot& d, std::chrono::steady_clock::time_point now,
                        std::vector<common::Finding>& out);
-  // Devices gone since the first evaluation, and fewer EFA devices than expected.
+  // Devices gone since the first evaluation, fewer EFA devices than expected, and a type that
+  // supports EFA on a node given none.
   void CheckDeviceCount(const std::set<std::string>& present, unsigned efa_devices,
-                        std::vector<common::Finding>& out);
+                        std::optional<unsigned> advertised, std::vector<common::Finding>& out);
   // The rising-counter findings still active at `now`; drops those that have cleared.
   void ReportRising(std::chrono::steady_clock::time_point now, std::vector<common::Finding>& out);
   // EFA idle while ethernet is busy with NCCL jobs active, over the sliding window.
@@ -84,6 +104,8 @@ class HealthRules {
   std::map<std::string, uint64_t> last_;  // "device/port/counter" -> last value
   std::map<std::string, Rising> rising_;  // same key -> active finding
   std::set<std::string> devices_at_start_;
+  unsigned efa_at_start_ = 0;
+  unsigned expected_ = 0;
   bool first_ = true;
   std::deque<Totals> window_;
   uint64_t resets_ = 0;

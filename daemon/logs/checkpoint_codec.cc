@@ -91,7 +91,9 @@ nlohmann::json FindingToJson(const common::Finding& f) {
           {"message", f.message},
           {"file", f.evidence.source},
           {"line", f.evidence.line},
-          {"text", f.evidence.text}};
+          {"text", f.evidence.text},
+          {"namespace", f.namespace_name},
+          {"pod", f.pod}};
 }
 
 common::Finding FindingFromJson(const nlohmann::json& in) {
@@ -107,6 +109,8 @@ common::Finding FindingFromJson(const nlohmann::json& in) {
   f.evidence.source = Get<std::string>(in, "file");
   f.evidence.line = Get<uint64_t>(in, "line");
   f.evidence.text = Get<std::string>(in, "text");
+  f.namespace_name = Get<std::string>(in, "namespace");  // absent in older checkpoints: ""
+  f.pod = Get<std::string>(in, "pod");
   return f;
 }
 

@@ -43,7 +43,8 @@ void MakeValid(ContainerVerdict& v, std::vector<common::Finding>& findings) {
     }
   });
   for (common::Finding& f : findings) {
-    for (std::string* s : {&f.subject, &f.message, &f.evidence.source, &f.evidence.text}) {
+    for (std::string* s : {&f.subject, &f.message, &f.evidence.source, &f.evidence.text,
+                           &f.namespace_name, &f.pod}) {
       common::MakeValidUtf8(s);
     }
   }
@@ -205,6 +206,12 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
     findings->insert(findings->end(), c.restored_findings.begin(), c.restored_findings.end());
     c.comm_candidates = c.restored.communicators;
     c.comms_seen = c.comm_candidates.size();
+  }
+  // Every finding of the container names its pod (restored ones from before this field was
+  // saved too): alerts page the job whose log showed it, not its neighbours on the node.
+  for (common::Finding& f : *findings) {
+    f.namespace_name = c.source.HasPod() ? c.source.namespace_name : "";
+    f.pod = c.source.HasPod() ? c.source.pod : "";
   }
   MakeValid(v, *findings);
   for (CommunicatorSeries& s : c.comm_candidates) {

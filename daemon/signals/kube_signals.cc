@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/common/stable_hash.h"
@@ -19,6 +20,7 @@ using std::chrono::system_clock;
 
 constexpr char kEvent[] = "event";
 constexpr char kCondition[] = "node_condition";
+constexpr char kNode[] = "node_read";
 constexpr size_t kMaxNote = 1024;  // the API server refuses a longer Event note
 
 // RFC 3339 in UTC; with microseconds for an Event's eventTime (a MicroTime).
@@ -85,6 +87,21 @@ Json EventFor(const PodProblem& p, const KubeSignalsOptions& o, system_clock::ti
   };
 }
 
+std::optional<unsigned> AllocatableEfa(const Json& node) {
+  const Json* q = nullptr;
+  if (node.is_object() && node.contains("status") && node["status"].is_object() &&
+      node["status"].contains("allocatable") && node["status"]["allocatable"].is_object()) {
+    const Json& a = node["status"]["allocatable"];
+    if (auto it = a.find("vpc.amazonaws.com/efa"); it != a.end()) q = &*it;
+  }
+  // A device plugin's resource is a plain count ("1", "32"); anything else is not ours to read.
+  unsigned n = 0;
+  if (q == nullptr || !q->is_string() || !absl::SimpleAtoi(q->get<std::string>(), &n) || n > 1024) {
+    return std::nullopt;
+  }
+  return n;
+}
+
 Json ConditionsPatch(const std::vector<NodeCondition>& conditions,
                      const std::map<std::string, system_clock::time_point>& transitions,
                      system_clock::time_point now) {
@@ -133,6 +150,38 @@ void KubeSignals::SyncOnce(const std::stop_token& stop) {
   const Observation now = observe_();
   SyncEvents(stop, now.pods);
   SyncConditions(stop, now.conditions);
+  SyncNode(stop);
+}
+
+void KubeSignals::SyncNode(const std::stop_token& stop) {
+  if (!options_.list) return;
+  const auto now = clock_.Now();
+  if (node_read_at_ && now - *node_read_at_ < options_.node_refresh) return;
+  node_read_at_ = now;
+  auto items =
+      options_.list(stop, "/api/v1/nodes", absl::StrCat("metadata.name=", options_.node_name));
+  if (!items.ok()) {
+    // Kept: the last count read stands (a device plugin's count rarely changes). Logged once
+    // per backoff (a missing `list` on nodes fails every read).
+    if (!Refused(kNode)) {
+      spdlog::warn("kubernetes {}: {} (the advertised EFA count stays {})", kNode,
+                   std::string(items.status().message()),
+                   AdvertisedEfa() ? absl::StrCat(*AdvertisedEfa()) : "unknown");
+      refused_until_[kNode] = now + options_.refused_backoff;
+    }
+    Count(kNode, "failed");
+    return;
+  }
+  Count(kNode, "sent");
+  std::optional<unsigned> efa;
+  if (!items->empty()) efa = AllocatableEfa(items->front());
+  std::lock_guard lock(node_mu_);
+  advertised_efa_ = efa;
+}
+
+std::optional<unsigned> KubeSignals::AdvertisedEfa() const {
+  std::lock_guard lock(node_mu_);
+  return advertised_efa_;
 }
 
 void KubeSignals::Count(const char* signal, const char* result) {

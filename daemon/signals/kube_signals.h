@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -51,6 +52,10 @@ using Sender = std::function<absl::StatusOr<kube::Response>(
     const std::stop_token& stop, const std::string& method, const std::string& path,
     const std::string& content_type, const nlohmann::json& body)>;
 
+/// Lists objects at `path` with a field selector (kube::ListAll in the agent; a fake in tests).
+using Lister = std::function<absl::StatusOr<std::vector<nlohmann::json>>(
+    const std::stop_token& stop, const std::string& path, const std::string& field_selector)>;
+
 struct KubeSignalsOptions {
   std::string node_name;
   std::string reporting_instance;               ///< the agent's pod name, or efawatchd-<node>
@@ -62,7 +67,15 @@ struct KubeSignalsOptions {
   std::chrono::milliseconds event_refill{6000};
   /// After a 403 or 404 (no RBAC, no such API) a signal is not tried again for this long.
   std::chrono::milliseconds refused_backoff{600000};
+  /// Reads this node's allocatable vpc.amazonaws.com/efa (what the EFA device plugin advertises)
+  /// every `node_refresh`; empty: never (AdvertisedEfa() stays unknown).
+  Lister list;
+  std::chrono::milliseconds node_refresh{60000};
 };
+
+/// The node's allocatable vpc.amazonaws.com/efa in a Node object; nullopt when the node has no
+/// such resource (no EFA device plugin) or the quantity is not a plain count.
+std::optional<unsigned> AllocatableEfa(const nlohmann::json& node);
 
 /// The Event for `p`: events.k8s.io/v1, type Warning, reason NcclTcpFallback / NcclLoopbackMisuse
 /// / NcclNetPluginMissing, regarding the pod (with its uid: `kubectl describe` selects on it),
@@ -96,6 +109,10 @@ class KubeSignals final : public common::Collector {
   void Stop();
   void SyncOnce(const std::stop_token& stop = {});
 
+  /// The node's allocatable vpc.amazonaws.com/efa as last read; nullopt until read, or when the
+  /// node has none. Any thread.
+  std::optional<unsigned> AdvertisedEfa() const;
+
   std::string_view Name() const override { return "kube_signals"; }
   absl::Status Collect(std::chrono::steady_clock::time_point deadline,
                        common::MetricSink& sink) override;
@@ -107,6 +124,7 @@ class KubeSignals final : public common::Collector {
               const std::string& path, const std::string& content_type, const nlohmann::json& body);
   void SyncEvents(const std::stop_token& stop, const std::vector<PodProblem>& problems);
   void SyncConditions(const std::stop_token& stop, const std::vector<NodeCondition>& conditions);
+  void SyncNode(const std::stop_token& stop);
   void Count(const char* signal, const char* result);
   bool Refused(const char* signal);
 
@@ -123,6 +141,10 @@ class KubeSignals final : public common::Collector {
   std::map<std::string, std::chrono::system_clock::time_point> transitions_;
   std::chrono::steady_clock::time_point conditions_at_{};
   std::map<std::string, std::chrono::steady_clock::time_point> refused_until_;
+  std::optional<std::chrono::steady_clock::time_point> node_read_at_;
+
+  mutable std::mutex node_mu_;
+  std::optional<unsigned> advertised_efa_;  // guarded by node_mu_
 
   mutable std::mutex counts_mu_;
   std::map<std::pair<std::string, std::string>, uint64_t> counts_;  // (signal, result)

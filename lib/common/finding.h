@@ -22,7 +22,10 @@ struct Evidence {
 };
 
 /// One thing the agent found wrong (or noteworthy) on its node. `kind` values are stable and
-/// documented in docs/findings.md; `subject` says what it is about (device, pod, process).
+/// documented in docs/findings.md; `subject` says what it is about (device, pod, process), for
+/// people. `namespace_name` and `pod` name the pod whose log showed it (empty for node, device
+/// and --log-glob file findings): the metrics carry them, so an alert about a job's failure
+/// names that job and not a neighbour on the same node.
 struct Finding {
   std::string kind;
   Severity severity = Severity::kInfo;
@@ -31,6 +34,8 @@ struct Finding {
   Evidence evidence;
   std::chrono::system_clock::time_point first_seen{};
   std::chrono::system_clock::time_point last_seen{};
+  std::string namespace_name;
+  std::string pod;
 };
 
 }  // namespace efawatch::common

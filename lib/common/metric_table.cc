@@ -45,8 +45,9 @@ std::vector<MetricDef> BuildTable() {
        {"collector"}},
       {M::kFindings.name(),
        T::kGauge,
-       "Current findings on this node by kind and severity (self-clearing).",
-       {"kind", "severity"}},
+       "Current findings on this node by kind and severity (self-clearing), and by the pod whose "
+       "log showed them (namespace and pod empty for node, device and file findings).",
+       {"kind", "severity", "namespace", "pod"}},
       // Process.
       {M::kProcessResidentMemoryBytes.name(),
        T::kGauge,
@@ -344,7 +345,7 @@ std::vector<MetricDef> BuildTable() {
       {M::kDoctorChecks.name(),
        T::kGauge,
        "Always 1; the status (PASS, WARN, FAIL, SKIP) of each of the node's `efawatch doctor` "
-       "checks at the agent's last run (--doctor-interval); docs/doctor.md lists the checks.",
+       "checks at the agent's last run (--doctor-interval-ms); docs/doctor.md lists the checks.",
        {"check", "status"}},
       {M::kDoctorPodFailures.name(),
        T::kGauge,

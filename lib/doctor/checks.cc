@@ -333,11 +333,17 @@ Check EfaDevices(const Target& t, const Facts& f) {
                                InRoot(t, "/sys/class/infiniband").string() +
                                (f.instance_type.empty() ? "" : ", " + f.instance_type) +
                                (expected > 0 ? " expects " + std::to_string(expected) : "");
+  // None at all is a node launched without EFA (optional on g5, g6, g6e, ...), not a fault: the
+  // agent's efa_not_attached, an info finding. Some but fewer than the type has is one lost.
+  if (f.efa_devices == 0) {
+    return Make("efa.devices", Status::kSkip,
+                expected > 0 ? "no EFA device: the node was launched without EFA" : "no EFA device",
+                evidence);
+  }
   if (expected > 0 && f.efa_devices < expected) {
     return Make("efa.devices", Status::kFail, "fewer EFA devices than the instance type has",
                 evidence, "check the EFA driver (modprobe efa) and the instance's network cards");
   }
-  if (f.efa_devices == 0) return Make("efa.devices", Status::kSkip, "no EFA device", evidence);
   return Make("efa.devices", Status::kPass, "EFA devices present", evidence);
 }
 

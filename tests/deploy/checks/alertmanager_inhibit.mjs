@@ -61,7 +61,7 @@ const cases = [
   [workload("EfawatchNcclCollectiveTimeout", "critical", { workload: "mix", fault_node: "f2" }), true],
   [workload("EfawatchNcclNetCompletionError", "critical", { workload: "mix", node: "f2", fault_node: "f2" }), true],
   [workload("EfawatchNcclMixedTransport", "critical", { workload: "mix", node: "f2", fault_node: "f2" }), true],
-  [nodeAlert("EfawatchEfaIdleTcpBusy", "critical", "node", "f2"), true],
+  [workload("EfawatchEfaIdleTcpBusy", "warning", { workload: "mix", node: "f2" }), true],
   [workload("EfawatchNcclCollectiveTimeout", "critical", { workload: "llm2", node: "g1" }), false],
   // A job on another node with a fault of its own (f9: no alert for it here) is not silenced
   // by f2's page.

@@ -15,7 +15,14 @@ am="$(command -v alertmanager || command -v prometheus-alertmanager || true)"
 amtool check-config "$src/deploy/prometheus/alertmanager.yml"
 # The routing the file promises: a job's critical alert pages, a deliberate one is a ticket.
 route() { amtool config routes test --config.file="$src/deploy/prometheus/alertmanager.yml" "$@" 2>/dev/null; }
-[ "$(route alertname=EfawatchNcclTcpFallback severity=critical)" = efawatch-page ]
-[ "$(route alertname=EfawatchNcclTcpDeliberate severity=info)" = efawatch-ticket ]
-[ "$(route alertname=EfawatchEfaErrorsRising severity=warning)" = efawatch-chat ]
+# A job's alerts go to its namespace's owners; node faults to the platform.
+[ "$(route alertname=EfawatchNcclTcpFallback severity=critical scope=workload namespace=team-a)" = team-a ]
+[ "$(route alertname=EfawatchNcclCollectiveTimeout severity=critical scope=workload namespace=team-b-dev)" = team-b ]
+[ "$(route alertname=EfawatchNcclCollectiveTimeout severity=critical scope=workload namespace=other)" = efawatch-jobs ]
+[ "$(route alertname=EfawatchNcclTcpDeliberate severity=info scope=workload namespace=other)" = efawatch-ticket ]
+# ... unless a node fault explains it: then the platform's route (where the node's page inhibits it).
+[ "$(route alertname=EfawatchNcclCollectiveTimeout severity=critical scope=workload namespace=team-a fault_node=n1)" = efawatch-page ]
+[ "$(route alertname=EfawatchEfaDeviceMissing severity=critical scope=node)" = efawatch-page ]
+[ "$(route alertname=EfawatchEfaErrorsRising severity=warning scope=node)" = efawatch-chat ]
+[ "$(route alertname=EfawatchEfaIdleTcpBusy severity=warning scope=workload namespace=team-a)" = team-a ]
 node "$here/alertmanager_inhibit.mjs" "$src" "$am"

@@ -169,7 +169,7 @@ for (const m of findingDocs.matchAll(/^\| ((?:`[a-z_*]+`(?:, )?)+) \| ([^|]*) \|
   if (!/critical/.test(m[2])) continue;
   for (const k of m[1].matchAll(/`([a-z_]+)`/g)) critical.add(k[1]);
 }
-for (const k of ["efa_admin_queue_stuck", "efa_idle_tcp_busy", "net_completion_error", "collective_timeout"]) {
+for (const k of ["efa_admin_queue_stuck", "net_completion_error", "collective_timeout"]) {
   if (!critical.has(k)) errs.push(`critical finding ${k} not found in docs/findings.md or nccl-findings.md`);
 }
 const GAUGE_OF_KIND = {
@@ -203,7 +203,7 @@ for (const k of critical) {
     (GAUGE_OF_KIND[k] && all.some((r) => r.record && r.expr.includes(GAUGE_OF_KIND[k])))));
   const caught = excluded && !new RegExp(`^(?:${excluded})$`).test(k);
   if (!own.length && !caught) errs.push(`critical finding ${k}: no alert (EfawatchCriticalFinding leaves it out)`);
-  if (["efa_admin_queue_stuck", "efa_idle_tcp_busy", "net_completion_error", "collective_timeout"]
+  if (["efa_admin_queue_stuck", "net_completion_error", "collective_timeout"]
     .includes(k) && !own.length) errs.push(`critical finding ${k}: no alert of its own`);
 }
 

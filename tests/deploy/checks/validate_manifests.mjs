@@ -588,6 +588,7 @@ function policyErrors(objs, name, comps, image) {
     "efawatch-kube-signals": [
       { apiGroups: ["events.k8s.io", ""], resources: ["events"], verbs: ["create"] },
       { apiGroups: [""], resources: ["nodes/status"], verbs: ["patch"] },
+      { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
     ],
   };
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);

@@ -25,6 +25,7 @@ namespace efawatch {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Subprocess;
 using testing::TempDir;
 using namespace std::chrono_literals;
@@ -289,18 +290,34 @@ TEST(DaemonTest, PortInUseExits2) {
 namespace efawatch {
 namespace {
 
-// Without --instance-type, the type comes from the DMI product name under the sysfs root.
+// Without --instance-type, the type comes from the DMI product name under the sysfs root. A type
+// that supports EFA on a node launched without any is an info finding, never critical (the
+// default, --efa-expected-devices=auto); =type holds the node to the type's count, as before.
 TEST(DaemonTest, InstanceTypeFromTheDmiProductName) {
   TempDir dir;
   const std::string sys = dir.File("sys");
   std::filesystem::create_directories(sys + "/devices/virtual/dmi/id");
   testing::WriteFile(sys + "/devices/virtual/dmi/id/product_name", "p5.48xlarge\n");
-  Agent agent(dir, {"--sysfs-root=" + sys});
-  ASSERT_TRUE(agent.ports()) << agent.proc().Stderr();
-  auto [status, body] = testing::HttpGet(agent.ports()->metrics, "/metrics");
+  {
+    Agent agent(dir, {"--sysfs-root=" + sys});
+    ASSERT_TRUE(agent.ports()) << agent.proc().Stderr();
+    auto [status, body] = testing::HttpGet(agent.ports()->metrics, "/metrics");
+    ASSERT_EQ(status, 200);
+    EXPECT_THAT(body, HasSubstr("efawatch_findings{kind=\"efa_not_attached\",severity=\"info\","
+                                "namespace=\"\",pod=\"\"} 1\n"));
+    EXPECT_THAT(body, Not(HasSubstr("efawatch_efa_devices_expected ")));
+    EXPECT_THAT(body, Not(HasSubstr("severity=\"critical\"")));
+    ExpectCleanStop(agent.proc());
+  }
+  TempDir dir2;
+  Agent strict(dir2, {"--sysfs-root=" + sys, "--efa-expected-devices=type"});
+  ASSERT_TRUE(strict.ports()) << strict.proc().Stderr();
+  auto [status, body] = testing::HttpGet(strict.ports()->metrics, "/metrics");
   ASSERT_EQ(status, 200);
   EXPECT_THAT(body, HasSubstr("efawatch_efa_devices_expected 32\n"));
-  ExpectCleanStop(agent.proc());
+  EXPECT_THAT(body,
+              HasSubstr("efawatch_findings{kind=\"efa_devices_missing\",severity=\"critical\""));
+  ExpectCleanStop(strict.proc());
 }
 
 // `efawatchd --sysfs-root <p5 fixture>` serves every line of the component test's golden scrape.
@@ -360,8 +377,8 @@ TEST(DaemonTest, WatchFindingsStreamsEfaFindingsRaisedAndCleared) {
   ASSERT_EQ(h.findings_size(), 1);
   EXPECT_EQ(h.findings(0).kind(), "efa_admin_queue_stuck");
   auto [status, body] = testing::HttpGet(agent.ports()->metrics, "/metrics");
-  EXPECT_THAT(
-      body, HasSubstr("efawatch_findings{kind=\"efa_admin_queue_stuck\",severity=\"critical\"} 1"));
+  EXPECT_THAT(body, HasSubstr("efawatch_findings{kind=\"efa_admin_queue_stuck\",severity="
+                              "\"critical\",namespace=\"\",pod=\"\"} 1"));
 
   testing::WriteFile(counter, "0\n");
   ASSERT_TRUE(reader->Read(&e));

@@ -220,7 +220,7 @@ echo "== cut agent 2's link"
 ip -n "$(ns 2)" link set "$(veth 2)" down
 self_suspect() {
   [[ $(metric 2 efawatch_mesh_self_suspect) == 1 ]] &&
-    [[ $(metric 2 'efawatch_findings\{kind="mesh_self_suspect",severity="critical"\}') == 1 ]]
+    [[ $(metric 2 'efawatch_findings\{kind="mesh_self_suspect",severity="critical",namespace="",pod=""\}') == 1 ]]
 }
 wait_for 30 "agent 2 raises mesh_self_suspect" self_suspect
 for i in 1 3 4 5; do

@@ -216,6 +216,35 @@ TEST(ConfigTest, MetricsTlsFlagsHaveEnvironmentAndFileTwins) {
   EXPECT_TRUE(c->metrics_tls_cert.empty()) << "plain HTTP unless asked";
 }
 
+TEST(ConfigTest, EfaExpectedDevicesTakesAutoNoneTypeOrACountAndZeroStaysAuto) {
+  using E = Config::EfaExpectation;
+  auto c = Parse({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->efa_expectation, E::kAuto) << "what the node was given, not its type";
+  for (auto [value, want] : {std::pair{"auto", E::kAuto},
+                             {"none", E::kNone},
+                             {"type", E::kType},
+                             {"0", E::kAuto},
+                             {"32", E::kCount}}) {
+    c = Parse({std::string("--efa-expected-devices=") + value});
+    ASSERT_TRUE(c.ok()) << value << ": " << c.status();
+    EXPECT_EQ(c->efa_expectation, want) << value;
+  }
+  EXPECT_EQ(c->efa_expected_devices, 32u);
+  EXPECT_FALSE(c->efa_expected_devices_zero);
+  c = Parse({"--efa-expected-devices=0"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->efa_expected_devices_zero) << "the agent warns: 0 is the old spelling of auto";
+  c = Parse({}, {{"EFAWATCH_EFA_EXPECTED_DEVICES", "none"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->efa_expectation, E::kNone);
+  for (const char* bad : {"257", "-1", "some", ""}) {
+    c = Parse({std::string("--efa-expected-devices=") + bad});
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("efa-expected-devices")) << bad;
+  }
+}
+
 // docs/configuration.md says it is generated from --help: hold it to that.
 TEST(ConfigTest, ConfigurationDocIsTheHelpText) {
   const std::string doc = testing::ReadFileOrEmpty(testing::SourceDir() + "/docs/configuration.md");

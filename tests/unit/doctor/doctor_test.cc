@@ -218,6 +218,13 @@ TEST_F(DoctorTest, EfaDevicesAgainstTheInstanceType) {
   EXPECT_EQ(Run("efa.devices").status, Status::kPass);
 }
 
+TEST_F(DoctorTest, EfaDevicesSkipOnANodeLaunchedWithoutEfa) {
+  EfaNode("g6.12xlarge", 0);
+  const Check c = Run("efa.devices");
+  EXPECT_EQ(c.status, Status::kSkip) << "EFA is optional on g6: no fault, no doctor alert";
+  EXPECT_EQ(c.summary, "no EFA device: the node was launched without EFA");
+}
+
 TEST_F(DoctorTest, VerbsDevicesNeededOnAnEfaNode) {
   EfaNode("g6.12xlarge", 1);
   EXPECT_EQ(Run("efa.uverbs").status, Status::kFail);

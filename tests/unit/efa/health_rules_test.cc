@@ -88,6 +88,7 @@ TEST_F(HealthRulesTest, NoCompletionCommandsIsCriticalWhileNonZero) {
 
 TEST_F(HealthRulesTest, DeviceGoneSinceStartAndFewerThanExpected) {
   HealthOptions opts;
+  opts.expectation = Expectation::kCount;
   opts.expected_devices = 2;
   HealthRules rules(opts);
   EXPECT_THAT(rules.Evaluate(At(0s, {Device("a", {}), Device("b", {})})), IsEmpty());
@@ -95,6 +96,72 @@ TEST_F(HealthRulesTest, DeviceGoneSinceStartAndFewerThanExpected) {
   EXPECT_THAT(Kinds(f), ::testing::UnorderedElementsAre("efa_device_gone", "efa_devices_missing"));
   EXPECT_THAT(rules.Evaluate(At(30s, {Device("a", {}), Device("b", {})})), IsEmpty())
       << "the device came back: findings clear";
+}
+
+TEST_F(HealthRulesTest, AutoExpectsTheDevicesPresentAtStartAndTheirLossIsCritical) {
+  HealthOptions opts;  // auto
+  opts.type_supports = 32;
+  opts.instance_type = "p5.48xlarge";
+  HealthRules rules(opts);
+  EXPECT_THAT(rules.Evaluate(At(0s, {Device("a", {}), Device("b", {})})), IsEmpty())
+      << "two of the type's 32 attached: what the node was given, not a fault";
+  EXPECT_EQ(rules.expected(), 2u);
+  auto f = rules.Evaluate(At(15s, {Device("a", {})}));
+  ASSERT_EQ(Kinds(f), std::vector<std::string>{"efa_device_gone"})
+      << "the lost device is named once, not also as a count short";
+  EXPECT_EQ(f[0].severity, common::Severity::kCritical);
+  EXPECT_EQ(rules.expected(), 2u) << "efawatch_efa_devices_expected stays what the node had";
+}
+
+TEST_F(HealthRulesTest, TypeWithEfaOnANodeLaunchedWithoutItIsInfoOnly) {
+  HealthOptions opts;  // auto, the default
+  opts.type_supports = 1;
+  opts.instance_type = "g6.12xlarge";
+  HealthRules rules(opts);
+  for (auto t : {0s, 15s, 30s}) {
+    HealthInput in = At(t, {});
+    if (t > 0s) in.advertised = 0;  // the device plugin runs and found none
+    auto f = rules.Evaluate(in);
+    ASSERT_EQ(Kinds(f), std::vector<std::string>{"efa_not_attached"});
+    EXPECT_EQ(f[0].severity, common::Severity::kInfo);
+    EXPECT_THAT(f[0].message, ::testing::HasSubstr("g6.12xlarge supports 1 EFA"));
+    EXPECT_EQ(rules.expected(), 0u) << "nothing expected: no efawatch_efa_devices_expected";
+  }
+}
+
+TEST_F(HealthRulesTest, FewerDevicesThanTheNodeAdvertisesIsCritical) {
+  HealthOptions opts;
+  opts.type_supports = 1;
+  opts.instance_type = "g6.12xlarge";
+  HealthRules rules(opts);
+  EXPECT_EQ(Kinds(rules.Evaluate(At(0s, {}))), std::vector<std::string>{"efa_not_attached"})
+      << "before the node has been read";
+  HealthInput in = At(15s, {});
+  in.advertised = 1;  // vpc.amazonaws.com/efa: 1, and no device in sysfs
+  auto f = rules.Evaluate(in);
+  ASSERT_EQ(Kinds(f), std::vector<std::string>{"efa_devices_missing"});
+  EXPECT_EQ(f[0].severity, common::Severity::kCritical);
+  EXPECT_THAT(f[0].message, ::testing::HasSubstr("vpc.amazonaws.com/efa"));
+  EXPECT_EQ(rules.expected(), 1u);
+}
+
+TEST_F(HealthRulesTest, NoneAndCountIgnoreWhatTheNodeWasGiven) {
+  HealthOptions none;
+  none.expectation = Expectation::kNone;
+  none.type_supports = 1;
+  HealthRules quiet(none);
+  HealthInput in = At(0s, {});
+  in.advertised = 4;
+  EXPECT_THAT(quiet.Evaluate(in), IsEmpty());
+  EXPECT_EQ(quiet.expected(), 0u);
+
+  HealthOptions count;  // --efa-expected-devices=4 (or =type on a 4-EFA type)
+  count.expectation = Expectation::kCount;
+  count.expected_devices = 4;
+  HealthRules strict(count);
+  auto f = strict.Evaluate(At(0s, {Device("a", {})}));
+  ASSERT_EQ(Kinds(f), std::vector<std::string>{"efa_devices_missing"});
+  EXPECT_THAT(f[0].message, ::testing::HasSubstr("1 EFA devices present, 4 expected"));
 }
 
 TEST_F(HealthRulesTest, UnreadableCounterIsReportedNotZero) {
@@ -123,7 +190,7 @@ TEST_F(FallbackTest, FiresWhenEfaIsFlatWhileEthernetMovesGigabytesDuringNccl) {
       << "window not yet complete";
   auto f = rules.Evaluate(Sample(120s, 2000, 6ull << 30, true));
   ASSERT_EQ(Kinds(f), std::vector<std::string>{"efa_idle_tcp_busy"});
-  EXPECT_EQ(f[0].severity, common::Severity::kCritical);
+  EXPECT_EQ(f[0].severity, common::Severity::kWarning) << "a heuristic warns, never pages";
 }
 
 TEST_F(FallbackTest, SilentWhenEfaCarriesTheTraffic) {

@@ -199,6 +199,29 @@ TEST(PodAnalysisTest, ASourceBuiltWhereAnotherPodsWasGetsItsOwnLines) {
   EXPECT_EQ(lines, (std::map<std::string, uint64_t>{{"w-0", 2}, {"w-1", 4}, {"w-2", 6}}));
 }
 
+TEST(PodAnalysisTest, FindingsNameThePodWhoseLogShowedThem) {
+  Fed f;
+  LogSource a = Source();
+  LogSource b = Source();
+  b.namespace_name = "team-b";
+  b.pod = "b-0";
+  b.uid = "uid-b";
+  b.path = "/var/log/pods/team-b_b-0_uid-b/main/0.log";
+  const auto lines = FixtureLines("pytorch-watchdog-abort-2.18.log");
+  for (size_t i = 0; i < lines.size(); ++i) f.pods.OnLine(a, i + 1, Cri(lines[i]));
+  const auto healthy = FixtureLines("efa-ofi-healthy-2.21.log");
+  for (size_t i = 0; i < healthy.size(); ++i) f.pods.OnLine(b, i + 1, Cri(healthy[i]));
+  f.pods.OnPassComplete();
+  const auto findings = f.board.Snapshot();
+  bool timeout = false;
+  for (const auto& x : *findings) {
+    EXPECT_EQ(x.namespace_name, "train") << x.kind << ": only the failing pod has findings";
+    EXPECT_EQ(x.pod, "w-0") << x.kind;
+    timeout = timeout || x.kind == "collective_timeout";
+  }
+  EXPECT_TRUE(timeout) << "the watchdog fixture shows a collective timeout";
+}
+
 TEST(PodAnalysisTest, GoneContainerComesBackWhenWrittenAgain) {
   const LogSource src = Source();
   Fed f;

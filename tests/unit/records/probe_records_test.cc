@@ -164,7 +164,9 @@ TEST(ProbeRecordsTest, NodeHealthCrossesWithEveryField) {
                  .message = "port 1 is DOWN",
                  .evidence = {.source = "/sys/class/infiniband", .line = 0, .text = "1: DOWN"},
                  .first_seen = t0,
-                 .last_seen = t0 + 1s}};
+                 .last_seen = t0 + 1s,
+                 .namespace_name = "",
+                 .pod = ""}};
   h.fabric_provider = "efa";
   h.efa_devices = 4;
   common::PodVerdict pod;

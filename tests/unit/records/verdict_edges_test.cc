@@ -232,6 +232,8 @@ TEST(FindingRecordTest, ProtoAndCheckpointCarryEveryField) {
   f.evidence.text = "NET/Socket : Using [0]eth0";
   f.first_seen = std::chrono::system_clock::time_point(std::chrono::seconds(1700000000));
   f.last_seen = f.first_seen + std::chrono::seconds(5);
+  f.namespace_name = "ns";
+  f.pod = "pod";
 
   v1::Finding p;
   codec::ToProto(f, &p);
@@ -255,7 +257,11 @@ TEST(FindingRecordTest, ProtoAndCheckpointCarryEveryField) {
   EXPECT_EQ(restored.evidence.source, f.evidence.source);
   EXPECT_EQ(restored.evidence.line, f.evidence.line);
   EXPECT_EQ(restored.evidence.text, f.evidence.text);
-  EXPECT_EQ(FieldCount<common::Finding>(), 7u)
+  EXPECT_EQ(restored.namespace_name, f.namespace_name);
+  EXPECT_EQ(restored.pod, f.pod);
+  // Left out of the proto: `subject` already names the pod there ("ns/pod/container"), and the
+  // pod analysis stamps both fields on every finding it evaluates (restored ones included).
+  EXPECT_EQ(FieldCount<common::Finding>(), 9u)
       << "common::Finding gained a field: add it to both codecs and to this test";
 }
 

@@ -223,3 +223,62 @@ TEST_F(KubeSignalsTest, LongOrInvalidTextStaysWithinTheApiLimits) {
 
 }  // namespace
 }  // namespace efawatch::signals
+
+namespace efawatch::signals {
+namespace {
+
+TEST(AllocatableEfaTest, ReadsTheDevicePluginsCountAndNothingElse) {
+  auto node = [](nlohmann::json allocatable) {
+    return nlohmann::json{{"status", {{"allocatable", std::move(allocatable)}}}};
+  };
+  EXPECT_EQ(AllocatableEfa(node({{"vpc.amazonaws.com/efa", "32"}})), 32u);
+  EXPECT_EQ(AllocatableEfa(node({{"vpc.amazonaws.com/efa", "0"}})), 0u);
+  EXPECT_EQ(AllocatableEfa(node({{"nvidia.com/gpu", "4"}})), std::nullopt)
+      << "no EFA device plugin: unknown, not 0";
+  EXPECT_EQ(AllocatableEfa(node({{"vpc.amazonaws.com/efa", "1k"}})), std::nullopt);
+  EXPECT_EQ(AllocatableEfa(node({{"vpc.amazonaws.com/efa", 4}})), std::nullopt)
+      << "a quantity is a string";
+  EXPECT_EQ(AllocatableEfa(nlohmann::json::object()), std::nullopt);
+  EXPECT_EQ(AllocatableEfa(nlohmann::json()), std::nullopt);
+}
+
+TEST(KubeSignalsNodeTest, ReadsItsOwnNodeEveryRefreshAndKeepsTheLastCountOnFailure) {
+  common::FakeClock clock;
+  KubeSignalsOptions o;
+  o.node_name = "node-a";
+  o.node_refresh = std::chrono::seconds(60);
+  std::vector<std::string> selectors;
+  absl::StatusOr<std::vector<nlohmann::json>> answer = std::vector<nlohmann::json>{
+      {{"status", {{"allocatable", {{"vpc.amazonaws.com/efa", "1"}}}}}}};
+  o.list = [&](const std::stop_token&, const std::string& path,
+               const std::string& fields) -> absl::StatusOr<std::vector<nlohmann::json>> {
+    EXPECT_EQ(path, "/api/v1/nodes");
+    selectors.push_back(fields);
+    return answer;
+  };
+  KubeSignals s(
+      o, [] { return Observation{}; },
+      [](const std::stop_token&, const std::string&, const std::string&, const std::string&,
+         const nlohmann::json&) -> absl::StatusOr<kube::Response> {
+        return kube::Response{200, nlohmann::json::object()};
+      },
+      clock);
+  EXPECT_EQ(s.AdvertisedEfa(), std::nullopt) << "unknown before the first read";
+  s.SyncOnce();
+  EXPECT_EQ(s.AdvertisedEfa(), 1u);
+  EXPECT_EQ(selectors, std::vector<std::string>{"metadata.name=node-a"});
+  s.SyncOnce();
+  EXPECT_EQ(selectors.size(), 1u) << "not again before node_refresh";
+  answer = absl::UnavailableError("GET /api/v1/nodes: HTTP 403: forbidden");
+  clock.Advance(std::chrono::seconds(61));
+  s.SyncOnce();
+  EXPECT_EQ(selectors.size(), 2u);
+  EXPECT_EQ(s.AdvertisedEfa(), 1u) << "a failed read keeps the last count";
+  answer = std::vector<nlohmann::json>{};
+  clock.Advance(std::chrono::seconds(61));
+  s.SyncOnce();
+  EXPECT_EQ(s.AdvertisedEfa(), std::nullopt) << "no such node: unknown";
+}
+
+}  // namespace
+}  // namespace efawatch::signals
