@@ -6,23 +6,24 @@
 #             (targets: single thread <= 2.5x, default threads <= 2.0x, wall)
 #   2%-NCCL   a chatty pod's log (CHATTY_MB, default 400): 49 training lines for each NCCL line,
 #             against grep -c NCCL (target: single thread <= 2.0x, wall)
-#   Trainer   the same with Hugging Face Trainer's metric dicts as the training lines
-#             (TRAINER_MB, default 400): lines that start with '{' but are not docker
-#             json-file records (target: single thread <= 2.0x, wall)
+#   shapes    the same log as every shape bench/gen_shapes.py writes (CHATTY_MB each): Trainer's
+#             dicts (first line an NCCL line or a dict), CRI, docker json-file, and behind each
+#             console/shipper envelope (target: single thread <= 2.0x, wall); SHAPES=a,b picks
+#             some. A table of all ratios ends the run.
 # efawatch runs with --threads 1 and with its default (one per CPU for a file this large; grep
 # uses one): the wall ratio is what a user waits, the CPU ratio what the machine pays.
 # Usage: bench/analyze.sh [path/to/efawatch]   (ROUNDS=5 by default; LOG=file reuses a generated
 # NCCL log instead of writing a new one; BASELINE=path/to/older/efawatch times an earlier build in
 # the same rounds and prints its ratio too, for "no worse than before"; THREADS=n replaces the
-# default-threads run's thread count; LOGS=chatty,trainer runs only those of nccl,chatty,trainer)
+# default-threads run's thread count; LOGS=chatty runs only the 2%-NCCL shapes, LOGS=nccl only
+# the all-NCCL log)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bin=${1:-$root/build/bin/efawatch}
 size_mb=${SIZE_MB:-1100}
 chatty_mb=${CHATTY_MB:-400}
-trainer_mb=${TRAINER_MB:-400}
-logs=",${LOGS:-nccl,chatty,trainer},"
+logs=",${LOGS:-nccl,chatty},"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -32,30 +33,15 @@ else
   python3 "$here/gen_nccl_log.py" --fixtures "$root/tests/fixtures/nccl" --size-mb "$size_mb" \
     --out "$tmp/nccl.log"
 fi
-# The chatty pod: each NCCL line of the generated log followed by 49 lines of training output,
-# plain (step ... loss ...) or as Trainer prints its metrics ({'loss': ..., 'epoch': ...}).
-python3 - "$tmp/nccl.log" "$tmp/chatty.log" "$chatty_mb" "$tmp/trainer.log" "$trainer_mb" <<'PY'
-import sys
-src = sys.argv[1]
-plain = lambda n, k: "step %d loss 0.%04d lr 3e-4 tokens/s 181234 mem 61.2GiB\n" % (n, k)
-trainer = lambda n, k: ("{'loss': 1.%04d, 'grad_norm': 0.%d, 'learning_rate': 3e-05, "
-                        "'epoch': %d.%02d}\n" % (k, n % 1000, n % 7, k))
-for out, mb, make in ((sys.argv[2], int(sys.argv[3]), plain),
-                      (sys.argv[4], int(sys.argv[5]), trainer)):
-    limit, n = mb * 1000 * 1000, 0
-    with open(src) as f, open(out, "w") as o:
-        while n < limit:
-            for line in f:
-                o.write(line)
-                for k in range(49):
-                    t = make(n, k)
-                    o.write(t)
-                    n += len(t)
-                n += len(line)
-                if n >= limit:
-                    break
-            f.seek(0)
-PY
+# The 2 %-NCCL pod logs, one per shape (bench/gen_shapes.py): each NCCL line followed by 49 lines
+# of training output, plain or as Trainer's dicts, stored by CRI or docker, or behind each
+# console or shipper envelope the analyzer unwraps. SHAPES=a,b picks some.
+shapes=${SHAPES:-chatty,trainer,trainer-dict,cri,docker-json,kubectl-ts,kubectl-prefix,ray,mpi,crlf,ansi,compose,syslog,stern,pylog,tab,bom}
+if [[ $logs == *,chatty,* ]]; then
+  python3 "$here/gen_shapes.py" --nccl "$tmp/nccl.log" --out-dir "$tmp" --mb "$chatty_mb" \
+    --shapes "$shapes"
+fi
+summary=()
 
 # One run of a command (exit status ignored): sets wall and cpu (user+sys, which other load on
 # the machine disturbs less than wall time). Output goes to a file, not /dev/null: GNU grep
@@ -112,14 +98,19 @@ bench_log() {
       "$t_base" "$c_base" "$BASELINE" "$(echo "$t_base / $t_grep" | bc -l)"
   fi
   "$bin" analyze "$log" | head -1 || true
+  summary+=("$(printf '%-16s 1 thread wall %.2fx cpu %.2fx; threads %s wall %.2fx' "$4" \
+    "$(echo "$t_one / $t_grep" | bc -l)" "$(echo "$c_one / $c_grep" | bc -l)" "${THREADS:-auto}" \
+    "$(echo "$t_ew / $t_grep" | bc -l)")")
 }
 
 if [[ $logs == *,nccl,* ]]; then
-  bench_log "all-NCCL (targets: 1 thread <= 2.5x, default <= 2.0x)" "$tmp/nccl.log" 'NCCL INFO'
+  bench_log "all-NCCL (targets: 1 thread <= 2.5x, default <= 2.0x)" "$tmp/nccl.log" 'NCCL INFO' \
+    all-nccl
 fi
 if [[ $logs == *,chatty,* ]]; then
-  bench_log "2%-NCCL chatty pod (target: 1 thread <= 2.0x)" "$tmp/chatty.log" 'NCCL'
+  for shape in ${shapes//,/ }; do
+    bench_log "2%-NCCL $shape (target: 1 thread <= 2.0x)" "$tmp/$shape.log" 'NCCL' "$shape"
+  done
 fi
-if [[ $logs == *,trainer,* ]]; then
-  bench_log "2%-NCCL Trainer dicts (target: 1 thread <= 2.0x)" "$tmp/trainer.log" 'NCCL'
-fi
+printf '\nratios to grep -c (targets: 2%%-NCCL shapes 1 thread <= 2.0x; all-nccl threads <= 2.0x)\n'
+printf '%s\n' "${summary[@]}"

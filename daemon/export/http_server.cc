@@ -407,6 +407,8 @@ void HttpServer::Started(uint64_t id, int fd, const std::string& peer) {
   }
   if (a.admitted) {
     counters_.accepted.fetch_add(1, std::memory_order_relaxed);
+    ++waits_begun_;
+    watch_cv_.notify_one();
   } else {
     CutLocked(id);
     counters_.refused.fetch_add(1, std::memory_order_relaxed);
@@ -430,6 +432,8 @@ void HttpServer::Busy(uint64_t id) {
 void HttpServer::Answered(uint64_t id) {
   std::lock_guard lock(guard_mu_);
   table_.Waiting(id, clock_.Now());
+  ++waits_begun_;
+  watch_cv_.notify_one();
 }
 
 void HttpServer::CutLocked(uint64_t id) {
@@ -441,21 +445,27 @@ void HttpServer::CutLocked(uint64_t id) {
 }
 
 void HttpServer::Watch(const std::stop_token& stop) {
-  // A fifth of the deadline (at most 200 ms) between checks: a slow client is cut within 20 %
-  // of the deadline past it.
-  const auto period = std::clamp<std::chrono::milliseconds>(table_.limits().request_deadline / 5,
-                                                            std::chrono::milliseconds(10),
-                                                            std::chrono::milliseconds(200));
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::unique_lock lock(mu);
-  while (true) {
-    cv.wait_for(lock, stop, period, [] { return false; });
-    if (stop.stop_requested()) return;
-    std::lock_guard guard(guard_mu_);
+  // Sleeps until the first waiting connection's deadline, or until a connection starts waiting
+  // (Started, Answered), instead of checking five times a second: an idle agent has no
+  // connection and so no wake-up here. The wait is cut at the deadline itself so that a test
+  // clock moved forward is seen within one deadline.
+  std::unique_lock lock(guard_mu_);
+  while (!stop.stop_requested()) {
     for (const uint64_t id : table_.TakeExpired(clock_.Now())) {
       CutLocked(id);
       counters_.timed_out.fetch_add(1, std::memory_order_relaxed);
+    }
+    const uint64_t seen = waits_begun_;
+    const auto woken = [&] { return waits_begun_ != seen; };
+    if (const auto next = table_.NextExpiry()) {
+      const auto left = std::min<std::chrono::steady_clock::duration>(
+          *next - clock_.Now(), table_.limits().request_deadline);
+      watch_cv_.wait_for(
+          lock, stop,
+          std::max(left, std::chrono::steady_clock::duration(0)) + std::chrono::milliseconds(1),
+          woken);
+    } else {
+      watch_cv_.wait(lock, stop, woken);
     }
   }
 }

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -147,7 +148,10 @@ class HttpServer {
   std::unordered_map<uint64_t, int> socket_;  // guarded by guard_mu_: id -> our dup
   std::atomic<uint64_t> next_id_{1};
   HttpServerCounters counters_;
-  std::jthread watchdog_;  // cuts connections past the request deadline
+  // Wakes Watch() when a connection starts waiting (its deadline may be the first one).
+  std::condition_variable_any watch_cv_;  // with guard_mu_
+  uint64_t waits_begun_ = 0;              // guarded by guard_mu_: Watch() compares it
+  std::jthread watchdog_;                 // cuts connections past the request deadline
 };
 
 }  // namespace efawatch::exporter

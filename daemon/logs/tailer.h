@@ -217,6 +217,7 @@ class Tailer {
   // at the end of the pass, so a crash cannot lose the counts of lines no file holds any more.
   bool checkpoint_due_ = false;
   int inotify_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: Stop() wakes the thread's wait
   std::map<int, std::filesystem::path> watches_;
   std::set<std::string> watched_;         // directories with an inotify watch
   std::set<std::string> refused_;         // reported once each

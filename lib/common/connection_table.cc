@@ -50,6 +50,16 @@ std::vector<ConnectionTable::Id> ConnectionTable::TakeExpired(TimePoint now) {
   return out;
 }
 
+std::optional<ConnectionTable::TimePoint> ConnectionTable::NextExpiry() const {
+  if (limits_.request_deadline.count() <= 0) return std::nullopt;
+  std::optional<TimePoint> first;
+  for (const auto& [id, e] : entries_) {
+    if (!e.busy && (!first || e.waiting_since < *first)) first = e.waiting_since;
+  }
+  if (!first) return std::nullopt;
+  return *first + limits_.request_deadline;
+}
+
 std::optional<ConnectionTable::Id> ConnectionTable::LongestWaiting(std::string_view peer) const {
   // A linear scan: the table holds at most limits_.total entries (hundreds), and it runs only
   // when a bound is reached.

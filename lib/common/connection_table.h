@@ -52,6 +52,9 @@ class ConnectionTable {
   /// Connections that have waited past the request deadline at `now`; each is removed from the
   /// table (the listener cuts them).
   std::vector<Id> TakeExpired(TimePoint now);
+  /// When the first connection waiting now passes the request deadline; nullopt when none waits
+  /// (or there is no deadline). The listener sleeps until then instead of checking on a period.
+  std::optional<TimePoint> NextExpiry() const;
 
   size_t size() const { return entries_.size(); }
   const ConnectionLimits& limits() const { return limits_; }

@@ -440,6 +440,7 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
       FeedLine(st, source_idx, first_line_no + n, data.substr(start, end - start), true);
       start = end + 1;
     }
+    st->counters.slow_path_lines += n;
     return n;
   }
   // Lines the block scan passes over hold nothing the per-line path would react to; they are
@@ -467,6 +468,7 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
       },
       /*dense_runs=*/true, /*json=*/ss->json_records == 1);
   st->counters.lines += n - fed;
+  st->counters.slow_path_lines += fed;
   return n;
 }
 

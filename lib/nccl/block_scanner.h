@@ -14,12 +14,15 @@
 namespace efawatch::nccl {
 
 // True when `line` (one physical line, without its newline) holds anything the per-line path
-// reacts to: a record or banner ("NCCL", legacy " INFO "/" WARN "), an echoed setting ("FI_";
-// "NCCL_" is covered by "NCCL"), a libfabric warning ("libfabric:"), an nccl-tests header or
-// comment ('#'), Ray's dedup suffix ("[repeated ") and task markers (":task_", ":actor_name:",
-// ":job_id:"), a CRI partial piece (" P "), a docker json-file line (starts with '{'), bytes
-// that make it junk or hide text (NUL, ESC), or more than `long_line_bytes` (counted as
-// truncated). Any other line the analyzer only counts. The reference for the block scan below.
+// reacts to: a record or banner ("NCCL", legacy "] INFO "/" WARN "; Python logging's
+// " - INFO - " is none), an echoed setting ("FI_"; "NCCL_" is covered by "NCCL"), a libfabric
+// warning ("libfabric:"), an nccl-tests header or comment ('#'), Ray's dedup suffix
+// ("[repeated ") and task markers (":task_", ":actor_name:", ":job_id:"), a CRI partial piece
+// (" P "), a docker json-file record the per-line path would decode to other bytes than its
+// raw ones (starts with '{' and is not `{"log":"<text without escapes>\n","stream":...`),
+// bytes that make it junk (NUL) or may hide text (an escape sequence other than a colour code
+// that starts or ends the line), or more than `long_line_bytes` (counted as truncated). Any
+// other line the analyzer only counts. The reference for the block scan below.
 // `json`: the file's lines may be docker json-file records; where they cannot (a CRI or plain
 // log, decided per file), a '{' at a line's start is ordinary text.
 bool IsCandidateLine(std::string_view line, size_t long_line_bytes, bool json = true);

@@ -338,6 +338,7 @@ void Analyzer::Merge(Analyzer&& later, uint64_t line_offset) {
   c.legacy_records += d.legacy_records;
   c.ray_repeated_lines += d.ray_repeated_lines;
   c.ray_marker_lines += d.ray_marker_lines;
+  c.slow_path_lines += d.slow_path_lines;
 
   std::vector<uint32_t> source_map(b->sources.size());
   for (size_t i = 0; i < b->sources.size(); ++i) {

@@ -128,6 +128,11 @@ struct Counters {
   // the N); their text is not seen, so the verdict rests on the lines that were printed.
   uint64_t ray_repeated_lines = 0;
   uint64_t ray_marker_lines = 0;  // ":task_name:", ":actor_name:" ... lines of worker files
+  // Lines FeedLines() handed to the per-line path (envelope, cleaning, record search) instead of
+  // only counting them: the NCCL-bearing lines plus what the block scan could not rule out. A
+  // test bounds it on every log shape bench/analyze.sh times, so a change that widens the slow
+  // path fails CI whatever the machine's speed. Feed() does not count here.
+  uint64_t slow_path_lines = 0;
 };
 
 }  // namespace efawatch::nccl

@@ -80,21 +80,29 @@ TEST(BlockScannerTest, CandidateLinesHoldWhatTheAnalyzerReadsAndNothingElse) {
            "libfabric:1234:1700000000::efa:core:efa_getinfo():1 provider efa output empty list",
            "#  Rank  0 Group  0 Pid  12 on  node-a device  0 [0x53] NVIDIA H100",
            "2026-12-02T10:00:00.000000001Z stdout P the first piece of a long line",
-           R"({"log":"step 1\n","stream":"stdout","time":"2026-12-02T10:00:00Z"})",
+           R"({"log":"step \"1\"\n","stream":"stdout","time":"2026-12-02T10:00:00Z"})",
+           R"({"log":"the first piece","stream":"stdout","time":"2026-12-02T10:00:00Z"})",
+           R"({"log":"\u001b[1mNC\u001b[0mCL\n","stream":"stdout"})",
+           R"({"stream":"stdout","log":"step 1\n"})",
            "(RayTrainWorker pid=7) step 3 [repeated 7x across cluster]",
            ":task_name:RayTrainWorker.__init__",
            ":actor_name:RayTrainWorker",
            ":job_id:01000000",
            "step 1\x1b[0m loss",
+           "\x1b[1m\x1b[36mstep 1 loss",
+           "\x1b]0;title\x07step 1",
+           "\x1b[36mstep 1 loss\x1b[0m\r",
        }) {
     EXPECT_TRUE(IsCandidateLine(line, kLong)) << line;
   }
   EXPECT_TRUE(IsCandidateLine(std::string_view("bin\0ary", 7), kLong));
-  for (const char* line :
-       {"", "step 1 loss 0.25 lr 3e-4", "GET /healthz 200",
-        "2026-12-02T10:00:00.000000001Z stdout F step 2 loss 0.24", "a line that ends in WARN",
-        "Info: INFORMATION nccl lower case", "PyTorch FSDP wrapped 12 modules",
-        "epoch: 3 ratio: 0.5 url: http://x"}) {
+  for (const char* line : {"", "step 1 loss 0.25 lr 3e-4", "GET /healthz 200",
+                           "2026-12-02T10:00:00.000000001Z stdout F step 2 loss 0.24",
+                           "a line that ends in WARN", "Info: INFORMATION nccl lower case",
+                           "PyTorch FSDP wrapped 12 modules", "epoch: 3 ratio: 0.5 url: http://x",
+                           R"({"log":"step 1\n","stream":"stdout","time":"2026-12-02T10:00:00Z"})",
+                           "2025-03-04 05:06:07,123 - INFO - step 1 loss 0.25",
+                           "\x1b[36mstep 1 loss\x1b[0m", "\x1b[36mstep 1\x1b[0m\x1b[1m"}) {
     EXPECT_FALSE(IsCandidateLine(line, kLong)) << line;
   }
   EXPECT_TRUE(IsCandidateLine(std::string(101, 'x'), 100));
@@ -105,10 +113,15 @@ TEST(BlockScannerTest, CandidateLinesHoldWhatTheAnalyzerReadsAndNothingElse) {
 // around a step boundary, on the first line and later ones, must be found, and nothing else.
 TEST(BlockScannerTest, FindsEveryNeedleAtEveryOffset) {
   const std::vector<std::string> needles = {
-      "NCCL",       " INFO ", " WARN ",       "FI_",      "libfabric:", " P ",
-      "[repeated ", ":task_", ":actor_name:", ":job_id:", "#",          std::string(1, '\0'),
-      "\x1b",       "NCC",    " INF",         "FI",       "ibfabric:",  "[repeate",
-      ":task",      ":job_i", "P ",           " P",       "{",
+      "NCCL",       " INFO ",     " WARN ",
+      "FI_",        "libfabric:", " P ",
+      "[repeated ", ":task_",     ":actor_name:",
+      ":job_id:",   "#",          std::string(1, '\0'),
+      "\x1b",       "NCC",        " INF",
+      "FI",         "ibfabric:",  "[repeate",
+      ":task",      ":job_i",     "P ",
+      " P",         "{",          "] INFO ",
+      "\x1b[0m",    "\x1b[0",     R"("log":"step 1\n","stream":"stdout"})",
   };
   for (const std::string& needle : needles) {
     for (size_t offset = 0; offset < 70; ++offset) {
