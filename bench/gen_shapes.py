@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the 2 %-NCCL pod logs bench/analyze.sh times, one file per shape.
 
 Each NCCL line of a generated NCCL log (bench/gen_nccl_log.py) is followed by 49 lines of

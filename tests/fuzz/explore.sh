@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 fuzz_build
 status=0
 for entry in "${fuzz_targets[@]}"; do
-  read -r target seeds max_len <<<"$entry"
+  read -r target seeds max_len _ <<<"$entry"
   if (($#)) && [[ " $* " != *" $target "* ]]; then continue; fi
   regressions="$root/tests/fuzz/regressions/$target"
   mkdir -p "$build/corpus/$target" "$regressions"

@@ -9,9 +9,9 @@
 # bugs is tests/fuzz/explore.sh, run outside CI (README.md, "Development").
 # Configures and builds build-fuzz/ when needed. Exit status is libFuzzer's (non-zero on a crash,
 # leak, sanitizer report or timeout).
-# Usage: tests/fuzz/run.sh [RUNS]   (mutations per target, default 20000)
+# Usage: tests/fuzz/run.sh [RUNS]   (mutations per target; default: each target's own, targets.sh)
 set -euo pipefail
-runs=${1:-20000}
+runs_override=${1:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/fuzz/targets.sh
 . "$root/tests/fuzz/targets.sh"
@@ -19,7 +19,8 @@ fuzz_build
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for entry in "${fuzz_targets[@]}"; do
-  read -r target seeds max_len <<<"$entry"
+  read -r target seeds max_len runs <<<"$entry"
+  runs=${runs_override:-$runs}
   regressions="$root/tests/fuzz/regressions/$target"
   inputs=("$seeds")
   [ -d "$regressions" ] && inputs+=("$regressions")

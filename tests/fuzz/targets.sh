@@ -3,13 +3,15 @@
 # input size limits, and the build of build-fuzz/ (ASan+UBSan, clang).
 # shellcheck shell=bash
 build=${EFAWATCH_FUZZ_BUILD:-$root/build-fuzz}
+# target, seeds, largest input, and the fixed number of mutations CI runs (about 30 s each on a
+# 2-core machine: the pod log target writes a log tree per input and is the slowest).
 fuzz_targets=(
-  "fuzz_nccl_analyzer $root/tests/fixtures/nccl 16384"
-  "fuzz_block_scanner $root/tests/fixtures/nccl 16384"
-  "fuzz_comm_line $root/tests/fuzz/nccl/comm_line_seeds 4096"
-  "fuzz_pod_logs $root/tests/fixtures/nccl 16384"
-  "fuzz_checkpoint $root/tests/fuzz/logs/checkpoint_seeds 8192"
-  "fuzz_inspector $root/tests/fixtures/inspector 16384"
+  "fuzz_nccl_analyzer $root/tests/fixtures/nccl 16384 20000"
+  "fuzz_block_scanner $root/tests/fixtures/nccl 16384 40000"
+  "fuzz_comm_line $root/tests/fuzz/nccl/comm_line_seeds 4096 40000"
+  "fuzz_pod_logs $root/tests/fixtures/nccl 16384 3000"
+  "fuzz_checkpoint $root/tests/fuzz/logs/checkpoint_seeds 8192 20000"
+  "fuzz_inspector $root/tests/fixtures/inspector 16384 40000"
 )
 fuzz_build() {
   if [ ! -f "$build/build.ninja" ]; then

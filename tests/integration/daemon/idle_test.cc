@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An idle efawatchd sleeps: the real agent, with no pods and no EFA device, is left alone for
 // 10 s and its threads' voluntary context switches (each one a wake-up from a wait) and its
 // resident memory are read from /proc. A loop that goes back to polling on a short timeout, or

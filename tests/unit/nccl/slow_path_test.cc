@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The design that keeps `efawatch analyze` near grep speed, held deterministically: on every log
 // shape bench/analyze.sh times (bench/gen_shapes.py), the lines FeedLines() hands to the per-line
 // path are the NCCL-bearing ones plus a small bounded slack. A change that widens the slow path
