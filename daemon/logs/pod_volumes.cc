@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <array>
 #include <cctype>
 #include <fstream>
@@ -267,7 +268,10 @@ void ScanContainerRootfs(const PodVolumeOptions& options, VolumeScan& out) {
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     CgroupPod cp = PodOfCgroup(text);
     if (cp.uid.empty() || !names.contains(cp.uid)) continue;
-    const uint64_t n = std::stoull(pid);
+    // A name of digits out of range (a fixture tree, a hostile /proc view) is no pid: stoull
+    // would throw.
+    uint64_t n = 0;
+    if (std::from_chars(pid.data(), pid.data() + pid.size(), n).ec != std::errc()) continue;
     auto [it, added] = first.try_emplace(cp.container_id, n, cp);
     if (!added && n < it->second.first) it->second = {n, cp};
   }
