@@ -1088,8 +1088,9 @@ def job():
 
 def inspector_panels(b):
     """The job's own collectives, from the NCCL Inspector (docs/inspector.md): median busbw of
-    large messages per collective against what the job's nodes should give, and the ratio the
-    EfawatchNcclSlowCollectives alert judges. Empty for jobs that do not load the Inspector."""
+    large messages per collective against what the job's nodes should give, the ratio the
+    EfawatchNcclSlowCollectives alert judges, and the time since the last progress that
+    EfawatchNcclJobStalled judges. Empty for jobs that do not load the Inspector."""
     b.row("Collective bandwidth (NCCL Inspector)")
     measured = in_job_workload(f"efawatch:nccl_busbw_bytes_per_second:p50_5m{{{POD_SEL}}}")
     b.timeseries(
@@ -1115,6 +1116,18 @@ def inspector_panels(b):
         unit="percentunit",
         description="The slowest pod's share of its node's expected bandwidth; under 25 % for 10 "
         "minutes raises EfawatchNcclSlowCollectives.",
+    )
+    b.timeseries(
+        "Time since the last NCCL progress, per pod",
+        [(f"time() - max by (pod) ({in_job_workload(f'efawatch_nccl_inspector_progress_timestamp_seconds{{{POD_SEL}}}')})",
+          "{{pod}}"),
+         ("min(efawatch:nccl_workload_progress_age_seconds:min"
+          f"{{{NODE_SEL}, namespace=~\"$namespace\", workload=~\"$workload\"}})",
+          "the job (what the alert judges)")],
+        unit="s",
+        description="Seconds since each pod's newest NCCL Inspector progress (any of its "
+        "communicators), and since the job's newest; over 5 minutes raises "
+        "EfawatchNcclJobStalled. A saw-tooth under the dump interval is a job that progresses.",
     )
 
 
