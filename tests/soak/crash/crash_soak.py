@@ -384,7 +384,9 @@ def observe(samples):
         if labels.get("namespace") != NAMESPACE:
             continue
         p = pods.setdefault(labels.get("pod"), {"info": [], "comms": set(), "containers": set()})
-        p["containers"].add(labels.get("container"))
+        # Per-container series name their container; per-pod ones (efawatch_findings) do not.
+        if "container" in labels:
+            p["containers"].add(labels["container"])
         if name == "efawatch_logs_lines_total":
             p["lines"] = int(value)
         elif name == "efawatch_logs_nccl_lines_total":
