@@ -658,9 +658,9 @@ void App::CreateSignals() {
 signals::Observation App::ObserveSignals() const {
   signals::Observation out;
   const auto findings = findings_.Snapshot();
-  auto finding_text = [&](const std::string& subject, const std::string& kind) {
+  auto finding_text = [&](const std::string& subject, common::FindingKind kind) {
     for (const common::Finding& f : *findings) {
-      if (f.subject != subject || f.kind != kind) continue;
+      if (f.subject != subject || !f.Is(kind)) continue;
       std::string text = f.message;
       if (!f.evidence.empty()) {
         absl::StrAppend(&text, " (", f.evidence.source,
@@ -678,9 +678,10 @@ signals::Observation App::ObserveSignals() const {
       const std::string subject = v.source.PodKey() + "/" + v.source.container;
       // A TCP net the job chose (NCCL_IB_DISABLE=1, NCCL_NET=Socket) is not news to its owner.
       for (auto [on, kind] :
-           {std::pair{v.nccl.tcp_fallback && !v.nccl.tcp_deliberate, "tcp_fallback"},
-            {v.nccl.loopback_misuse, "loopback_misuse"},
-            {v.nccl.net_plugin_missing, "net_plugin_missing"}}) {
+           {std::pair{v.nccl.tcp_fallback && !v.nccl.tcp_deliberate,
+                      common::FindingKind::kTcpFallback},
+            {v.nccl.loopback_misuse, common::FindingKind::kLoopbackMisuse},
+            {v.nccl.net_plugin_missing, common::FindingKind::kNetPluginMissing}}) {
         if (!on) continue;
         out.pods.push_back({v.source.namespace_name, v.source.pod, v.source.uid, v.source.container,
                             kind, finding_text(subject, kind)});
@@ -688,13 +689,13 @@ signals::Observation App::ObserveSignals() const {
     }
   }
   // Node conditions: only those this node can judge (EFA present or expected; a mesh running).
-  auto condition = [&](const char* type, std::initializer_list<const char*> kinds,
+  auto condition = [&](const char* type, std::initializer_list<common::FindingKind> kinds,
                        const char* ok_reason, const char* ok_message) {
     signals::NodeCondition c{type, true, ok_reason, ok_message};
     std::string messages;
     for (const common::Finding& f : *findings) {
       if (f.severity != common::Severity::kCritical ||
-          std::find(kinds.begin(), kinds.end(), f.kind) == kinds.end()) {
+          std::ranges::none_of(kinds, [&f](common::FindingKind k) { return f.Is(k); })) {
         continue;
       }
       if (c.ok) c.reason = CamelCase(f.kind);
@@ -705,13 +706,15 @@ signals::Observation App::ObserveSignals() const {
     if (!c.ok) c.message = messages;
     return c;
   };
-  const signals::NodeCondition efa = condition(
-      kube::kEfaHealthy, {"efa_admin_queue_stuck", "efa_device_gone", "efa_devices_missing"},
-      "EfaDevicesHealthy", "efawatch sees no EFA device fault");
+  const signals::NodeCondition efa =
+      condition(kube::kEfaHealthy,
+                {common::FindingKind::kEfaAdminQueueStuck, common::FindingKind::kEfaDeviceGone,
+                 common::FindingKind::kEfaDevicesMissing},
+                "EfaDevicesHealthy", "efawatch sees no EFA device fault");
   if ((efa_ && efa_->efa_devices() > 0) || !efa.ok) out.conditions.push_back(efa);
   if (mesh_) {
-    out.conditions.push_back(condition(kube::kFabricReachable, {"mesh_self_suspect"},
-                                       "MeshPeersAnswer",
+    out.conditions.push_back(condition(kube::kFabricReachable,
+                                       {common::FindingKind::kMeshSelfSuspect}, "MeshPeersAnswer",
                                        "this node's fabric ping mesh peers answer"));
   }
   return out;

@@ -4,12 +4,37 @@
 #   1. packages   2. clang-format   3. build with warnings as errors   4. clang-tidy
 #   5. all tests (ctest, every label, each with a timeout)   6. unit tests under ASan+UBSan
 #   7. every fuzz target: its regression inputs replayed, then fixed-seed runs (deterministic)
+# Each step prints its duration; a summary of them all ends the run.
 # Build folders: build/ (main), build-asan/, build-fuzz/; all incremental on a second run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
 jobs=$(nproc)
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's duration is printed when it ends, and all of them again at the end (also when a
+# step fails), so a slow CI run shows where its time went.
+step_name="" step_start=$SECONDS total_start=$SECONDS
+durations=()
+step_done() {
+  [[ -n $step_name ]] || return 0
+  local s=$((SECONDS - step_start))
+  durations+=("$(printf '%5d s  %s' "$s" "$step_name")")
+  printf '<== %s: %d s\n' "$step_name" "$s"
+  step_name=""
+}
+summary() {
+  local rc=$?
+  step_done
+  printf '\n==> durations (total %d s%s)\n' $((SECONDS - total_start)) "$( ((rc == 0)) || echo ", failed")"
+  printf '%s\n' "${durations[@]}"
+}
+trap summary EXIT
+step() {
+  step_done
+  step_name=$* step_start=$SECONDS
+  printf '\n==> %s\n' "$*"
+}
+
+step "packages"
+scripts/setup.sh
 
 step "clang-format"
 git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror
@@ -34,4 +59,5 @@ cmake --build build-asan --target tests_unit -j"$jobs"
 step "fuzz (deterministic: regression inputs, then fixed-seed runs; ASan+UBSan)"
 EFAWATCH_FUZZ_BUILD="$PWD/build-fuzz" tests/fuzz/run.sh
 
-step "all checks passed"
+step_done
+printf '\n==> all checks passed\n'

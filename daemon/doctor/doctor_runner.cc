@@ -32,7 +32,7 @@ std::vector<common::Finding> FailFindings(const Report& r,
                  const std::string& pod) {
     if (c.status != Status::kFail) return;
     out.push_back(
-        {.kind = "doctor_check_failed",
+        {.kind = KindName(common::FindingKind::kDoctorCheckFailed),
          .severity = common::Severity::kWarning,
          .subject = subject,
          .message = c.id + ": " + c.summary + (c.fix.empty() ? "" : " (fix: " + c.fix + ")"),

@@ -35,7 +35,8 @@ std::string CounterPath(const std::string& device, int port, const std::string& 
 // One finding for the counters of a device (port 0) or a port that could not be read; the first
 // names the file in the evidence.
 Finding Unreadable(const std::string& device, int port, const std::vector<std::string>& counters) {
-  return Make("efa_counter_unreadable", Severity::kWarning, Where(device, port),
+  return Make(KindName(common::FindingKind::kEfaCounterUnreadable), Severity::kWarning,
+              Where(device, port),
               absl::StrCat(counters.size(), " hw counter(s) of ", Where(device, port),
                            " could not be read; their values are unknown"),
               CounterPath(device, port, counters.front()), "read failed");
@@ -65,7 +66,7 @@ void HealthRules::CheckCounter(const std::string& device, int port, const std::s
   // no_completion_cmds has its own rule (any non-zero value), not a rising one.
   if (threshold == 0 || counter == "no_completion_cmds" || value - previous < threshold) return;
   rising_[key] =
-      Rising{now, Make(absl::StrCat("efa_", counter), Severity::kWarning, Where(device, port),
+      Rising{now, Make(common::EfaCounterRiseKind(counter), Severity::kWarning, Where(device, port),
                        absl::StrCat(counter, " on ", Where(device, port), " rose by ",
                                     value - previous, " (", previous, " -> ", value, ")"),
                        CounterPath(device, port, counter), absl::StrCat(value))};
@@ -104,7 +105,8 @@ uint64_t HealthRules::CheckDevice(const DeviceSnapshot& d,
   }
   if (!d.unreadable.empty()) out.push_back(Unreadable(d.name, 0, d.unreadable));
   if (auto v = d.counters.find("no_completion_cmds"); v != d.counters.end() && v->second > 0) {
-    out.push_back(Make("efa_admin_queue_stuck", Severity::kCritical, d.name,
+    out.push_back(Make(KindName(common::FindingKind::kEfaAdminQueueStuck), Severity::kCritical,
+                       d.name,
                        absl::StrCat(d.name, ": ", v->second,
                                     " admin command(s) never completed; the driver has stopped "
                                     "the device's admin queue (reload the driver or replace "
@@ -124,7 +126,7 @@ void HealthRules::CheckDeviceCount(const std::set<std::string>& present, unsigne
   for (const auto& name : devices_at_start_) {
     if (!present.contains(name)) {
       out.push_back(Make(
-          "efa_device_gone", Severity::kCritical, name,
+          KindName(common::FindingKind::kEfaDeviceGone), Severity::kCritical, name,
           absl::StrCat("RDMA device ", name, " was present when the agent started and is gone"),
           absl::StrCat("class/infiniband/", name), "missing"));
     }
@@ -155,14 +157,14 @@ void HealthRules::CheckDeviceCount(const std::set<std::string>& present, unsigne
   }
   if (expected_ > 0 && efa_devices < expected_ && !gone_explains) {
     out.push_back(Make(
-        "efa_devices_missing", Severity::kCritical, "node",
+        KindName(common::FindingKind::kEfaDevicesMissing), Severity::kCritical, "node",
         absl::StrCat(efa_devices, " EFA devices present, ", expected_, " expected (", why, ")"),
         "class/infiniband", absl::StrCat(efa_devices)));
   }
   if (options_.expectation == Expectation::kAuto && expected_ == 0 && efa_devices == 0 &&
       options_.type_supports > 0) {
     out.push_back(Make(
-        "efa_not_attached", Severity::kInfo, "node",
+        KindName(common::FindingKind::kEfaNotAttached), Severity::kInfo, "node",
         absl::StrCat(options_.instance_type, " supports ", options_.type_supports,
                      " EFA interface(s); this node was launched without any (no EFA device, none "
                      "advertised): its jobs cannot use EFA, and the agent checks no EFA device"),
@@ -203,7 +205,7 @@ void HealthRules::CheckFallback(const HealthInput& input, uint64_t efa_bytes, un
   if (d_eth < options_.fallback_ethernet_bytes || d_efa >= options_.fallback_efa_bytes) return;
   out.push_back(
       // A heuristic (a checkpoint to FSx looks alike): a warning, never a page.
-      Make("efa_idle_tcp_busy", Severity::kWarning, "node",
+      Make(KindName(common::FindingKind::kEfaIdleTcpBusy), Severity::kWarning, "node",
            absl::StrCat("NCCL jobs are active but the EFA devices moved ", d_efa,
                         " bytes while ethernet moved ", d_eth, " bytes in the last ",
                         std::chrono::duration_cast<std::chrono::seconds>(now - oldest.when).count(),

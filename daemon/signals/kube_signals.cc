@@ -41,20 +41,24 @@ struct ProblemText {
   const char* lead;
 };
 
-ProblemText TextOf(const std::string& kind) {
-  if (kind == "tcp_fallback") {
-    return {"NcclTcpFallback", "NCCL inter-node traffic over TCP sockets: "};
+// The Event's reason and the lead of its note, per kind of pod problem.
+ProblemText TextOf(common::FindingKind kind) {
+  using common::FindingKind;
+  switch (kind) {
+    case FindingKind::kTcpFallback:
+      return {"NcclTcpFallback", "NCCL inter-node traffic over TCP sockets: "};
+    case FindingKind::kLoopbackMisuse:
+      return {"NcclLoopbackMisuse", "NCCL uses the loopback interface between nodes: "};
+    case FindingKind::kNetPluginMissing:
+      return {"NcclNetPluginMissing", "NCCL net plugin (aws-ofi-nccl) missing or failed: "};
+    default:
+      return {"NcclProblem", "NCCL problem: "};
   }
-  if (kind == "loopback_misuse") {
-    return {"NcclLoopbackMisuse", "NCCL uses the loopback interface between nodes: "};
-  }
-  if (kind == "net_plugin_missing") {
-    return {"NcclNetPluginMissing", "NCCL net plugin (aws-ofi-nccl) missing or failed: "};
-  }
-  return {"NcclProblem", "NCCL problem: "};
 }
 
-std::string KeyOf(const PodProblem& p) { return p.uid + "/" + p.container + "/" + p.kind; }
+std::string KeyOf(const PodProblem& p) {
+  return absl::StrCat(p.uid, "/", p.container, "/", common::KindName(p.kind));
+}
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "lib/common/clock.h"
 #include "lib/common/collector.h"
+#include "lib/common/finding_kind.h"
 #include "lib/kube/api_client.h"
 
 /// Kubernetes-native signals, as node-problem-detector gives them: an Event on a pod whose NCCL
@@ -28,8 +29,9 @@ namespace efawatch::signals {
 /// One NCCL problem of one container, as an Event on its pod reports it.
 struct PodProblem {
   std::string namespace_name, pod, uid, container;
-  std::string kind;     ///< tcp_fallback, loopback_misuse or net_plugin_missing
-  std::string message;  ///< the finding's message and its evidence line
+  common::FindingKind kind =
+      common::FindingKind::kTcpFallback;  ///< or loopback_misuse, net_plugin_missing
+  std::string message;                    ///< the finding's message and its evidence line
 };
 
 /// One node condition: `ok` is the healthy state (status "True" for EfaHealthy).

@@ -147,7 +147,7 @@ void CertificateWatcher::PublishFindings() {
     for (const auto& e : entries_) {
       if (!e.state.not_after || *e.state.not_after > now) continue;
       common::Finding f;
-      f.kind = "tls_certificate_expired";
+      f.kind = KindName(common::FindingKind::kTlsCertificateExpired);
       f.severity = common::Severity::kCritical;
       f.subject = e.files.use;
       f.message = absl::StrCat("the ", e.files.use, " certificate in ", e.files.cert_file,

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "lib/common/finding_kind.h"
+
 namespace efawatch::common {
 
 enum class Severity { kInfo = 1, kWarning = 2, kCritical = 3 };
@@ -21,11 +23,11 @@ struct Evidence {
   bool empty() const { return source.empty() && line == 0 && text.empty(); }
 };
 
-/// One thing the agent found wrong (or noteworthy) on its node. `kind` values are stable and
-/// documented in docs/findings.md; `subject` says what it is about (device, pod, process), for
-/// people. `namespace_name` and `pod` name the pod whose log showed it (empty for node, device
-/// and --log-glob file findings): the metrics carry them, so an alert about a job's failure
-/// names that job and not a neighbour on the same node.
+/// One thing the agent found wrong (or noteworthy) on its node. `kind` is the wire name of a
+/// FindingKind (or an EfaCounterRiseKind), stable and documented in docs/findings.md; `subject`
+/// says what it is about (device, pod, process), for people. `namespace_name` and `pod` name the
+/// pod whose log showed it (empty for node, device and --log-glob file findings): the metrics carry
+/// them, so an alert about a job's failure names that job and not a neighbour on the same node.
 struct Finding {
   std::string kind;
   Severity severity = Severity::kInfo;
@@ -36,6 +38,8 @@ struct Finding {
   std::chrono::system_clock::time_point last_seen{};
   std::string namespace_name;
   std::string pod;
+
+  bool Is(FindingKind k) const { return IsKind(kind, k); }
 };
 
 }  // namespace efawatch::common

@@ -41,7 +41,7 @@ struct Builder {
   const State& st;
   std::vector<Finding>* out;
 
-  Finding& Add(const char* kind, Severity sev, const ProcState* p, std::string message,
+  Finding& Add(std::string_view kind, Severity sev, const ProcState* p, std::string message,
                uint64_t count, const Ev& ev) {
     Finding f;
     f.kind = kind;
@@ -56,7 +56,7 @@ struct Builder {
     return out->emplace_back(std::move(f));
   }
 
-  void AddTally(const char* kind, Severity sev, const ProcState* p, const std::string& message,
+  void AddTally(std::string_view kind, Severity sev, const ProcState* p, const std::string& message,
                 const Tally& t) {
     if (t.count > 0) Add(kind, sev, p, message, t.count, t.first);
   }

@@ -23,7 +23,7 @@ using internal::ProcState;
 using internal::Scope;
 using internal::State;
 
-bool Report::Has(const std::string& kind) const {
+bool Report::Has(std::string_view kind) const {
   for (const Finding& f : findings) {
     if (f.kind == kind && f.severity != Severity::kInfo) return true;
   }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,17 +22,27 @@ using common::SeverityName;
 // (cleaned, length-capped) line text. The agent's one Evidence record.
 using common::Evidence;
 
-// Stable finding kinds; docs/nccl-findings.md explains each one.
-inline constexpr char kTcpFallback[] = "tcp_fallback";
-inline constexpr char kLoopbackMisuse[] = "loopback_misuse";
-inline constexpr char kNetPluginMissing[] = "net_plugin_missing";
-inline constexpr char kGdrDisabled[] = "gdr_disabled";
-inline constexpr char kNcclWarning[] = "nccl_warning";
-inline constexpr char kNcclError[] = "nccl_error";
-inline constexpr char kCollectiveTimeout[] = "collective_timeout";
-inline constexpr char kCommAbort[] = "comm_abort";
-inline constexpr char kNetCompletionError[] = "net_completion_error";
-inline constexpr char kConnectionFailure[] = "connection_failure";
+// Stable finding kinds (lib/common/finding_kind.h); docs/nccl-findings.md explains each one.
+inline constexpr std::string_view kTcpFallback =
+    common::FindingKindName(common::FindingKind::kTcpFallback);
+inline constexpr std::string_view kLoopbackMisuse =
+    common::FindingKindName(common::FindingKind::kLoopbackMisuse);
+inline constexpr std::string_view kNetPluginMissing =
+    common::FindingKindName(common::FindingKind::kNetPluginMissing);
+inline constexpr std::string_view kGdrDisabled =
+    common::FindingKindName(common::FindingKind::kGdrDisabled);
+inline constexpr std::string_view kNcclWarning =
+    common::FindingKindName(common::FindingKind::kNcclWarning);
+inline constexpr std::string_view kNcclError =
+    common::FindingKindName(common::FindingKind::kNcclError);
+inline constexpr std::string_view kCollectiveTimeout =
+    common::FindingKindName(common::FindingKind::kCollectiveTimeout);
+inline constexpr std::string_view kCommAbort =
+    common::FindingKindName(common::FindingKind::kCommAbort);
+inline constexpr std::string_view kNetCompletionError =
+    common::FindingKindName(common::FindingKind::kNetCompletionError);
+inline constexpr std::string_view kConnectionFailure =
+    common::FindingKindName(common::FindingKind::kConnectionFailure);
 
 struct Finding {
   std::string kind;
@@ -45,6 +56,8 @@ struct Finding {
   bool by_configuration = false;
   uint64_t count = 1;  // occurrences folded into this finding (WARN lines, error chains, ...)
   Evidence evidence;   // the first occurrence
+
+  bool Is(common::FindingKind k) const { return common::IsKind(kind, k); }
 };
 
 struct Communicator {
@@ -106,7 +119,7 @@ struct Report {
   Summary summary;
 
   // True when a finding of `kind` exists at warning severity or above.
-  bool Has(const std::string& kind) const;
+  bool Has(std::string_view kind) const;
   // Highest severity among the findings (kInfo when there are none).
   Severity MaxSeverity() const;
   // False when the input held no NCCL output at all (no record, no version banner, no finding):

@@ -33,7 +33,7 @@ std::vector<common::Finding> EvaluateFabricFindings(const FabricFindingInputs& i
   const std::string subject = absl::StrCat(in.responder.provider, "/", in.responder.domain);
   if (in.efa_devices > 0 && in.responder.provider != "efa") {
     common::Finding f;
-    f.kind = "fabric_not_on_efa";
+    f.kind = KindName(common::FindingKind::kFabricNotOnEfa);
     f.severity = common::Severity::kWarning;
     f.subject = subject;
     f.message = absl::StrCat("node has ", in.efa_devices,
@@ -53,7 +53,7 @@ std::vector<common::Finding> EvaluateFabricFindings(const FabricFindingInputs& i
     for (const PeerProbeState& p : in.peers) {
       if (IsLoopbackAddress(p.peer)) continue;
       common::Finding f;
-      f.kind = "fabric_loopback_address";
+      f.kind = KindName(common::FindingKind::kFabricLoopbackAddress);
       f.severity = common::Severity::kWarning;
       f.subject = subject;
       f.message = absl::StrCat("the fabric responder listens on loopback (", in.responder_printable,

@@ -261,7 +261,7 @@ common::Finding Mesh::SelfSuspicion(std::vector<std::string> failed, size_t expe
   if (!suspect_raised_) suspect_since_ = clock_.WallNow();
   suspect_raised_ = true;
   common::Finding f;
-  f.kind = "mesh_self_suspect";
+  f.kind = KindName(common::FindingKind::kMeshSelfSuspect);
   f.severity = common::Severity::kCritical;
   f.subject = options_.self_node;
   f.message = absl::StrCat(failed.size(), " of ", expected,

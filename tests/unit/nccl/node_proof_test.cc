@@ -20,7 +20,7 @@ Report Analyze(const std::vector<std::string>& lines) {
   return a.Snapshot();
 }
 
-const Finding* FindKind(const Report& r, const std::string& kind) {
+const Finding* FindKind(const Report& r, std::string_view kind) {
   for (const Finding& f : r.findings) {
     if (f.kind == kind) return &f;
   }

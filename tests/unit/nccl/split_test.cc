@@ -37,7 +37,7 @@ bool ShowsTcpNet(const Report& r) {
   return false;
 }
 
-const Finding* Worst(const Report& r, const char* kind) {
+const Finding* Worst(const Report& r, std::string_view kind) {
   const Finding* worst = nullptr;
   for (const Finding& f : r.findings) {
     if (f.kind == kind && (worst == nullptr || f.severity > worst->severity)) worst = &f;

@@ -59,7 +59,8 @@ class KubeSignalsTest : public ::testing::Test {
     }
     return out;
   }
-  static PodProblem Problem(const std::string& pod, const std::string& kind = "tcp_fallback") {
+  static PodProblem Problem(const std::string& pod,
+                            common::FindingKind kind = common::FindingKind::kTcpFallback) {
     return {"train",
             pod,
             "uid-" + pod,
@@ -101,7 +102,7 @@ TEST_F(KubeSignalsTest, OneEventPerProblemOnItsPod) {
   EXPECT_THAT(r.body["metadata"]["name"].get<std::string>(), ::testing::StartsWith("worker-0."));
 
   // A second problem on the same pod is news; the first is not.
-  observation_.pods.push_back(Problem("worker-0", "net_plugin_missing"));
+  observation_.pods.push_back(Problem("worker-0", common::FindingKind::kNetPluginMissing));
   s->SyncOnce();
   ASSERT_EQ(Posts().size(), 2u);
   EXPECT_EQ(Posts()[1].body["reason"], "NcclNetPluginMissing");
