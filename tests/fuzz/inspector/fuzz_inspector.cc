@@ -31,14 +31,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   CommTable table(CommTable::Limits{.max_comms = 4, .max_keys_per_comm = 4});
   int64_t now = 0;
-  InspectorStart start;
+  InspectorStart announced;
   for (size_t start = 0; start < text.size();) {
     size_t nl = text.find('\n', start);
     if (nl == std::string_view::npos) nl = text.size();
     const std::string_view line = text.substr(start, nl - start);
     start = nl + 1;
     (void)LooksLikeInspectorJson(line);
-    (void)FeedStartLine(line, &start);
+    (void)FeedStartLine(line, &announced);
     InspectorOp op;
     const LineKind kind = ParseJsonLine(line, &op);
     if (kind == LineKind::kOp || kind == LineKind::kOpOtherVersion) {
@@ -50,9 +50,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(op);
     table.Add(op, ++now);
   }
-  (void)start.EffectiveIntervalUs();
-  (void)start.DumpDir();
-  if (start.settings.size() > 64) std::abort();
+  (void)announced.EffectiveIntervalUs();
+  (void)announced.DumpDir();
+  if (announced.settings.size() > 64) std::abort();
   if (table.comms().size() > 4) std::abort();
   for (const auto& [id, comm] : table.comms()) {
     if (comm.ops.size() > 4) std::abort();
