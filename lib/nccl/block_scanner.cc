@@ -2,6 +2,7 @@
 #include "lib/nccl/block_scanner.h"
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 
 #include "lib/nccl/text_util.h"
@@ -238,16 +239,22 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
     const uint64_t nl_mask = n0 | uint64_t{n1} << 32;
     // The line running into this step is too long at line_start + long_line_bytes, unless it
     // ends first (a later line in the step is shorter than the step).
+    // Only there: an anchor byte at line_start + long_line_bytes of a later line in the step
+    // is no overlong line (a differential fuzz input found one).
+    size_t long_at = SIZE_MAX;
     if (line_start + long_line_bytes < i + 64) {
       const size_t q = line_start + long_line_bytes;
       const size_t first_nl =
           nl_mask == 0 ? i + 64 : i + static_cast<size_t>(__builtin_ctzll(nl_mask));
-      if (q >= i && q < first_nl) mask |= uint64_t{1} << (q - i);
+      if (q >= i && q < first_nl) {
+        mask |= uint64_t{1} << (q - i);
+        long_at = q;
+      }
     }
     while (mask != 0) {
       const auto bit = static_cast<unsigned>(__builtin_ctzll(mask));
       const size_t pos = i + bit;
-      if (pos == line_start + long_line_bytes || Verify(s, n, pos, json)) {
+      if (pos == long_at || Verify(s, n, pos, json)) {
         const uint64_t below = bit == 0 ? 0 : nl_mask & ((uint64_t{1} << bit) - 1);
         return {pos, newlines + static_cast<uint64_t>(__builtin_popcountll(below))};
       }
@@ -262,16 +269,22 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
   while (i + 32 <= n) {
     uint32_t mask, nl_mask;
     Step(s + i, k, &mask, &nl_mask);
+    // Only there: an anchor byte at line_start + long_line_bytes of a later line in the step
+    // is no overlong line (a differential fuzz input found one).
+    size_t long_at = SIZE_MAX;
     if (line_start + long_line_bytes < i + 32) {
       const size_t q = line_start + long_line_bytes;
       const size_t first_nl =
           nl_mask == 0 ? i + 32 : i + static_cast<size_t>(__builtin_ctz(nl_mask));
-      if (q >= i && q < first_nl) mask |= 1u << (q - i);
+      if (q >= i && q < first_nl) {
+        mask |= 1u << (q - i);
+        long_at = q;
+      }
     }
     while (mask != 0) {
       const auto bit = static_cast<unsigned>(__builtin_ctz(mask));
       const size_t pos = i + bit;
-      if (pos == line_start + long_line_bytes || Verify(s, n, pos, json)) {
+      if (pos == long_at || Verify(s, n, pos, json)) {
         const uint32_t below = bit == 0 ? 0 : nl_mask & ((1u << bit) - 1);
         return {pos, newlines + static_cast<uint64_t>(__builtin_popcount(below))};
       }
