@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <fstream>
 #include <iterator>
 #include <set>
