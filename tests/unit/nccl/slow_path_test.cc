@@ -23,13 +23,17 @@ constexpr int kRecords = 120;
 // (none here), a first line. Not a share of the chatter.
 constexpr uint64_t kSlack = 4;
 
+// Its own constant: joined literals inside the array below read as a missing comma.
+constexpr const char* kInitComplete =
+    "comm 0x55d0a1b2c3d0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 101c0 commId "
+    "0x1234abcd5678ef90 - Init COMPLETE";
+
 std::string Record(int i) {
   static const char* const kMessages[] = {
       "Bootstrap : Using ens32:10.1.0.11<0>",
       "NET/OFI Selected Provider is efa (found 4 nics)",
       "Channel 00/0 : 0[0] -> 1[0] [send] via NET/AWS Libfabric/0/GDRDMA",
-      "comm 0x55d0a1b2c3d0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 101c0 commId "
-      "0x1234abcd5678ef90 - Init COMPLETE",
+      kInitComplete,
       "Using network AWS Libfabric",
   };
   char buf[320];
