@@ -246,6 +246,16 @@ void PodAnalysis::ApportionCommunicators(const std::string& pod_prefix) {
   }
 }
 
+std::optional<std::chrono::steady_clock::time_point> PodAnalysis::NextDue() const {
+  std::optional<std::chrono::steady_clock::time_point> due;
+  for (const auto& [key, c] : containers_) {  // tailer thread only, as OnPassComplete
+    if (c.gone && (!due || c.gone_at + options_.grace_period < *due)) {
+      due = c.gone_at + options_.grace_period;
+    }
+  }
+  return due;
+}
+
 void PodAnalysis::OnPassComplete() {
   const auto now = clock_.Now();
   last_ = nullptr;  // the tailer may free or reuse its LogSource objects between passes

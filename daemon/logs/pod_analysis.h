@@ -59,6 +59,8 @@ class PodAnalysis final : public LineSink {
                std::string_view block) override;
   void OnSourceGone(const LogSource& source) override;
   void OnPassComplete() override;
+  /// The end of the earliest grace period of a gone container.
+  std::optional<std::chrono::steady_clock::time_point> NextDue() const override;
   std::string Checkpoint() const override;
   bool CheckpointValid(std::string_view state) const override;
   /// Restores what Checkpoint() saved. A container whose log directory is gone (its pod was
