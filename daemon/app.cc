@@ -29,6 +29,9 @@
 #include "daemon/rpc/limits_collector.h"
 #include "daemon/rpc/peer_client.h"
 #include "daemon/signals/kube_signals.h"
+#include "daemon/signals/observe.h"
+#include "daemon/state/node_rules.h"
+#include "daemon/state/node_state.h"
 #include "daemon/tls/cert_watcher.h"
 #include "daemon/workloads/workloads.h"
 #include "efawatch/version.h"
@@ -85,21 +88,6 @@ kube::ApiOptions KubeApiFrom(const Config& c) {
   api.token_file = c.mesh_k8s_token_file;
   api.ca_file = c.mesh_k8s_ca_file;
   return api;
-}
-
-// "efa_admin_queue_stuck" -> "EfaAdminQueueStuck": a NodeCondition reason is CamelCase.
-std::string CamelCase(std::string_view kind) {
-  std::string out;
-  bool upper = true;
-  for (char ch : kind) {
-    if (ch == '_') {
-      upper = true;
-      continue;
-    }
-    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : ch;
-    upper = false;
-  }
-  return out;
 }
 
 logs::TailerOptions TailerOptionsFrom(const Config& c) {
@@ -195,6 +183,14 @@ std::string MetricsSecurity(const Config& c) {
   return out;
 }
 
+// The mesh's latest round as the node-state board keeps it.
+std::vector<state::MeshPeer> MeshPeersOf(const mesh::MeshSnapshot& snapshot) {
+  std::vector<state::MeshPeer> out;
+  out.reserve(snapshot.peers.size());
+  for (const mesh::PeerState& p : snapshot.peers) out.push_back({p.node, p.agent, p.up});
+  return out;
+}
+
 }  // namespace
 
 absl::Status App::Start() {
@@ -213,6 +209,7 @@ absl::Status App::Start() {
   if (auto st = CreatePeers(); !st.ok()) return st;
   CreateDoctor();  // before the gRPC edge, which hands RunDoctor to it
   if (auto st = CreateGrpc(); !st.ok()) return st;
+  self_ = state::SelfAddressOf(config_.pod_ip, config_.grpc_listen, grpc_->port());
   if (auto st = CreateMesh(endpoint); !st.ok()) return st;
   if (auto st = CreateCollectiveSchedule(); !st.ok()) return st;
   CreateWorkloads();
@@ -261,6 +258,7 @@ void App::CreateLogs() {
   logs::PodAnalysisOptions popts;
   popts.grace_period = config_.pod_grace_period;
   popts.max_communicators_per_pod = config_.max_communicators_per_pod;
+  popts.on_verdicts = [this](auto verdicts) { board_.PublishPods(std::move(verdicts)); };
   pods_ = std::make_unique<logs::PodAnalysis>(popts, clock_, &findings_);
   verdict_collector_ = std::make_unique<logs::VerdictCollector>(*pods_);
   tailer_ = std::make_unique<logs::Tailer>(TailerOptionsFrom(config_), pods_.get(), clock_);
@@ -278,19 +276,12 @@ void App::CreateEfa() {
   eopts.advertised = [this]() -> std::optional<unsigned> {
     return signals_ ? signals_->AdvertisedEfa() : std::nullopt;
   };
-  // The EFA fallback rule needs to know whether NCCL jobs run here: the log analysis says.
+  eopts.on_efa_devices = [this](unsigned n) { board_.PublishEfa(n); };
+  // The EFA fallback rule needs to know whether NCCL jobs run here, and what our own probes
+  // moved over ethernet. fabric_ is set once at start, before the EFA thread runs.
   efa_ = std::make_unique<efa::EfaMonitor>(
-      eopts, clock_, &findings_, [this] { return pods_->NcclActive(); },
-      [this]() -> uint64_t {
-        // Only an IP provider's probe traffic shows on the ethernet counters. fabric_ is set
-        // once at start, before the EFA thread runs its first evaluation.
-        const fabric::FabricService* f = fabric_.get();
-        if (f == nullptr || f->responder() == nullptr ||
-            f->responder()->info().provider.starts_with("efa")) {
-          return 0;
-        }
-        return f->OwnTrafficBytes();
-      });
+      eopts, clock_, &findings_, [this] { return state::NcclActive(*board_.Snapshot()); },
+      [this]() -> uint64_t { return fabric_ ? fabric_->OwnEthernetTrafficBytes() : 0; });
   efa_->EvaluateOnce();
   if (efa_->efa_devices() == 0) {
     spdlog::info("EFA: absent (no EFA devices under {}/class/infiniband)",
@@ -350,6 +341,9 @@ fabric::EndpointOptions App::CreateFabric() {
     return fopts.endpoint;
   }
   fabric_ = *std::move(fabric);
+  if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
+    board_.PublishResponder({.provider = r->info().provider});
+  }
   // Collectives use the same providers and interface as the responder that worked.
   collective_ = std::make_unique<collective::Participant>(
       config_.node_name, collective::CollectiveLimits{},
@@ -524,11 +518,7 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
   }
   mesh::MeshOptions m;
   m.self_node = config_.node_name;
-  if (!config_.pod_ip.empty()) {
-    m.self_agent = config_.pod_ip.find(':') != std::string::npos
-                       ? absl::StrCat("[", config_.pod_ip, "]:", grpc_->port())
-                       : absl::StrCat(config_.pod_ip, ":", grpc_->port());
-  }
+  m.self_agent = self_.advertised;
   m.self_group = config_.mesh_group;
   m.selection.fanout = config_.mesh_fanout;
   m.selection.max_group = config_.mesh_max_group;
@@ -539,9 +529,14 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
   m.endpoint = endpoint;
   auto created = mesh::Mesh::Create(
       m, std::move(source), *peer_lookup_,
-      [this](std::vector<common::Finding> f) { findings_.Publish("mesh", std::move(f)); }, clock_);
+      [this](std::vector<common::Finding> f) {
+        findings_.Publish("mesh", std::move(f));
+        board_.PublishMesh(MeshPeersOf(mesh_->Snapshot()));
+      },
+      clock_);
   if (!created.ok()) return created.status();
   mesh_ = *std::move(created);
+  board_.PublishMesh({});
   mesh_collector_ = std::make_unique<mesh::MeshCollector>(*mesh_);
   spdlog::info("mesh: {} discovery, fan-out {}, every {} ms, {} pings per peer",
                config_.mesh_discovery, config_.mesh_fanout, config_.mesh_interval.count(),
@@ -569,29 +564,12 @@ absl::Status App::CreateCollectiveSchedule() {
   o.interval = config_.collective_probe_interval;
   o.request = *std::move(request);
   // This agent is rank 0 and dials itself: as its peers would (--pod-ip), else on the address
-  // gRPC listens on (loopback when it listens on every address).
-  std::string host = config_.pod_ip;
-  if (host.empty()) {
-    const auto colon = config_.grpc_listen.rfind(':');
-    host = config_.grpc_listen.substr(0, colon);
-    if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
-    if (host == "[::]") host = "[::1]";
-  } else if (host.find(':') != std::string::npos) {
-    host = absl::StrCat("[", host, "]");
-  }
-  o.self_agent = absl::StrCat(host, ":", grpc_->port());
+  // gRPC listens on.
+  o.self_agent = self_.dialable;
   agent::CollectiveSchedule::PeersFn peer_list;
   if (peers->from_mesh > 0) {
-    // The first N reachable peers (by node name) of those the mesh already pings: each node's
-    // mesh peers differ (consistent hashing), so the fleet's probes spread over it.
     peer_list = [this, n = peers->from_mesh] {
-      std::vector<std::string> out;
-      if (!mesh_) return out;
-      for (const mesh::PeerState& p : mesh_->Snapshot().peers) {
-        if (out.size() == n) break;
-        if (p.up) out.push_back(p.agent);
-      }
-      return out;
+      return state::ReachableMeshPeers(*board_.Snapshot(), n);
     };
   } else {
     peer_list = [list = peers->agents] { return list; };
@@ -624,6 +602,7 @@ void App::CreateWorkloads() {
   w.api = KubeApiFrom(config_);
   w.node_name = config_.node_name;
   w.interval = config_.workload_interval;
+  w.on_table = [this](auto table) { board_.PublishWorkloads(std::move(table)); };
   workloads_ = std::make_unique<workloads::WorkloadWatcher>(std::move(w));
   spdlog::info("workload identity: pods of node {} from the Kubernetes API every {} ms",
                config_.node_name, config_.workload_interval.count());
@@ -656,74 +635,10 @@ void App::CreateSignals() {
     return kube::ListAll(api, stop, path, "", field_selector);
   };
   signals_ = std::make_unique<signals::KubeSignals>(
-      std::move(o), [this] { return ObserveSignals(); }, std::move(send), clock_);
+      std::move(o), [this] { return signals::Observe(*board_.Snapshot(), *findings_.Snapshot()); },
+      std::move(send), clock_);
   spdlog::info("kubernetes signals: Events on pods with NCCL problems, NodeConditions on node {}",
                config_.node_name);
-}
-
-signals::Observation App::ObserveSignals() const {
-  signals::Observation out;
-  const auto findings = findings_.Snapshot();
-  auto finding_text = [&](const std::string& subject, common::FindingKind kind) {
-    for (const common::Finding& f : *findings) {
-      if (f.subject != subject || !f.Is(kind)) continue;
-      std::string text = f.message;
-      if (!f.evidence.empty()) {
-        absl::StrAppend(&text, " (", f.evidence.source,
-                        f.evidence.line > 0 ? absl::StrCat(":", f.evidence.line) : "", ": ",
-                        f.evidence.text, ")");
-      }
-      return text;
-    }
-    return std::string();
-  };
-  if (pods_) {
-    for (const auto& v : pods_->Verdicts()) {
-      // An Event needs the pod's uid (kubectl describe selects on it): container logs have it.
-      if (v.gone || v.nccl_lines == 0 || v.source.uid.empty()) continue;
-      const std::string subject = v.source.PodKey() + "/" + v.source.container;
-      // A TCP net the job chose (NCCL_IB_DISABLE=1, NCCL_NET=Socket) is not news to its owner.
-      for (auto [on, kind] :
-           {std::pair{v.nccl.tcp_fallback && !v.nccl.tcp_deliberate,
-                      common::FindingKind::kTcpFallback},
-            {v.nccl.loopback_misuse, common::FindingKind::kLoopbackMisuse},
-            {v.nccl.net_plugin_missing, common::FindingKind::kNetPluginMissing}}) {
-        if (!on) continue;
-        out.pods.push_back({v.source.namespace_name, v.source.pod, v.source.uid, v.source.container,
-                            kind, finding_text(subject, kind)});
-      }
-    }
-  }
-  // Node conditions: only those this node can judge (EFA present or expected; a mesh running).
-  auto condition = [&](const char* type, std::initializer_list<common::FindingKind> kinds,
-                       const char* ok_reason, const char* ok_message) {
-    signals::NodeCondition c{type, true, ok_reason, ok_message};
-    std::string messages;
-    for (const common::Finding& f : *findings) {
-      if (f.severity != common::Severity::kCritical ||
-          std::ranges::none_of(kinds, [&f](common::FindingKind k) { return f.Is(k); })) {
-        continue;
-      }
-      if (c.ok) c.reason = CamelCase(f.kind);
-      c.ok = false;
-      absl::StrAppend(&messages, messages.empty() ? "" : "; ", f.kind, " ", f.subject, ": ",
-                      f.message);
-    }
-    if (!c.ok) c.message = messages;
-    return c;
-  };
-  const signals::NodeCondition efa =
-      condition(kube::kEfaHealthy,
-                {common::FindingKind::kEfaAdminQueueStuck, common::FindingKind::kEfaDeviceGone,
-                 common::FindingKind::kEfaDevicesMissing},
-                "EfaDevicesHealthy", "efawatch sees no EFA device fault");
-  if ((efa_ && efa_->efa_devices() > 0) || !efa.ok) out.conditions.push_back(efa);
-  if (mesh_) {
-    out.conditions.push_back(condition(kube::kFabricReachable,
-                                       {common::FindingKind::kMeshSelfSuspect}, "MeshPeersAnswer",
-                                       "this node's fabric ping mesh peers answer"));
-  }
-  return out;
 }
 
 void App::CreateDoctor() {
@@ -805,38 +720,12 @@ int App::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 int App::grpc_port() const { return grpc_ ? grpc_->port() : 0; }
 
 common::NodeHealth App::GetNodeHealth() const {
-  common::NodeHealth h;
-  h.node = config_.node_name;
-  h.agent_version = EFAWATCH_VERSION;
-  h.agent_revision = EFAWATCH_REVISION;
-  h.start_time = start_time_;
-  h.collectors = collector_status_.Snapshot();
-  h.findings = *findings_.Snapshot();
-  h.efa_devices = efa_ ? efa_->efa_devices() : 0;
-  if (pods_) {
-    for (const auto& v : pods_->Verdicts()) {
-      if (v.nccl_lines == 0 || v.gone) continue;
-      common::PodVerdict p{.namespace_name = v.source.namespace_name,
-                           .pod = v.source.pod,
-                           .container = v.source.container,
-                           .nccl = v.nccl,
-                           .workload_kind = {},
-                           .workload = {},
-                           .source = std::string(logs::OriginName(v.source.origin)),
-                           .files = v.files};
-      if (workloads_) {
-        if (auto w = workloads_->Lookup(v.source.namespace_name, v.source.pod)) {
-          p.workload_kind = w->kind;
-          p.workload = w->name;
-        }
-      }
-      h.pods.push_back(std::move(p));
-    }
-  }
-  if (fabric_ && fabric_->responder() != nullptr) {
-    h.fabric_provider = fabric_->responder()->info().provider;
-  }
-  return h;
+  return state::NodeHealthOf(*board_.Snapshot(),
+                             {.node = config_.node_name,
+                              .version = EFAWATCH_VERSION,
+                              .revision = EFAWATCH_REVISION,
+                              .start_time = start_time_},
+                             collector_status_.Snapshot(), *findings_.Snapshot());
 }
 
 }  // namespace efawatch

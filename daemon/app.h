@@ -6,6 +6,8 @@
 #include "absl/status/statusor.h"
 #include "daemon/agent/agent_handler.h"
 #include "daemon/config.h"
+#include "daemon/state/node_rules.h"
+#include "daemon/state/node_state.h"
 #include "lib/common/clock.h"
 #include "lib/common/collector_status.h"
 #include "lib/common/findings_board.h"
@@ -120,8 +122,6 @@ class App final {
   absl::Status CreateMesh(const fabric::EndpointOptions& endpoint);
   void CreateWorkloads();  // sets workloads_ when --workload-identity is on and a token exists
   void CreateSignals();    // sets signals_ when --kube-signals is on and a token exists
-  // The pods' NCCL problems and the node's conditions now, for Events and NodeConditions.
-  signals::Observation ObserveSignals() const;
   void CreateDoctor();
   // Builds the scheduled collective probe with --collective-probe-interval-ms (not started).
   absl::Status CreateCollectiveSchedule();
@@ -131,6 +131,9 @@ class App final {
   const std::chrono::system_clock::time_point start_time_;
   common::CollectorStatusBoard collector_status_;
   mutable common::FindingsBoard findings_;
+  // What the modules last published; the rules that read several of them read this.
+  state::NodeStateBoard board_;
+  state::SelfAddress self_;  // derived once, when gRPC has its port
   common::MemoryBudget memory_budget_{config_.memory_budget};  // Probes draw from it.
   std::unique_ptr<common::ProcessCollector> process_collector_;
   std::unique_ptr<common::FindingsCollector> findings_collector_;

@@ -345,6 +345,7 @@ void PodAnalysis::Publish(const std::vector<std::string>& removed, const Changed
       comms_dropped_published_ == comms_dropped) {
     return;
   }
+  std::shared_ptr<std::vector<ContainerVerdict>> all;
   {
     std::lock_guard lock(mu_);
     comms_dropped_published_ = comms_dropped;
@@ -358,7 +359,13 @@ void PodAnalysis::Publish(const std::vector<std::string>& removed, const Changed
       findings_changed = true;
     }
     evicted_published_ = evicted_;
+    if (options_.on_verdicts) {
+      all = std::make_shared<std::vector<ContainerVerdict>>();
+      all->reserve(verdicts_.size());
+      for (const auto& [key, v] : verdicts_) all->push_back(v);
+    }
   }
+  if (all) options_.on_verdicts(std::move(all));
   if (!findings_changed) return;
   std::vector<common::Finding> findings;
   for (const auto& [key, c] : containers_) {
