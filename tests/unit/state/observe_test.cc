@@ -14,6 +14,7 @@ logs::ContainerVerdict Pod(const std::string& pod, bool tcp, bool deliberate) {
   v.source.pod = pod;
   v.source.uid = "uid-" + pod;
   v.source.container = "main";
+  v.source.format = logs::Format::kCri;  // a container log: its pod is known
   v.nccl_lines = 12;
   v.nccl.tcp_fallback = tcp;
   v.nccl.tcp_deliberate = deliberate;
