@@ -6,6 +6,7 @@ efawatch_module(efawatch_config)
 target_link_libraries(efawatch_config PUBLIC efawatch_common absl::statusor absl::strings)
 
 add_library(efawatch_app STATIC ${CMAKE_CURRENT_SOURCE_DIR}/app.cc
+                                ${CMAKE_CURRENT_SOURCE_DIR}/module_options.cc
                                 ${CMAKE_CURRENT_SOURCE_DIR}/logging.cc)
 efawatch_warnings(efawatch_app)
 efawatch_module(efawatch_app)

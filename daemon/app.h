@@ -171,9 +171,6 @@ class App final {
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };
 
-/// How this agent dials other agents, from its own TLS settings.
-rpc::PeerTls PeerTlsFromConfig(const Config& c);
-
 /// Writes {"metrics": port, "grpc": port} to `path` atomically (write, then rename), so a test
 /// that polls for the file never reads half of it.
 absl::Status WritePortFile(const std::string& path, int metrics_port, int grpc_port);
