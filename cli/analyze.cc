@@ -92,29 +92,6 @@ int64_t ReadFd(int fd, char* dst, size_t n, std::string* error) {
   }
 }
 
-// A pread() of file bytes [*offset, end) that retries EINTR and advances *offset: 0 at `end`;
-// a file that ends before `end` shrank while it was read (an error, not a silent short count).
-int64_t PreadRange(int fd, uint64_t* offset, uint64_t end, char* dst, size_t n,
-                   std::string* error) {
-  const size_t want = static_cast<size_t>(std::min<uint64_t>(n, end - *offset));
-  if (want == 0) return 0;
-  for (;;) {
-    const ssize_t r = pread(fd, dst, want, static_cast<off_t>(*offset));
-    if (r > 0) {
-      *offset += static_cast<uint64_t>(r);
-      return r;
-    }
-    if (r == 0) {
-      *error = "the file shrank while it was read";
-      return -1;
-    }
-    if (errno != EINTR) {
-      *error = std::strerror(errno);
-      return -1;
-    }
-  }
-}
-
 // Where the line after byte `from` starts (the byte after the first newline at or after it),
 // or `size` when none does.
 uint64_t NextLineStart(int fd, uint64_t from, uint64_t size) {
@@ -155,7 +132,7 @@ absl::Status FeedFileParts(int fd, uint64_t size, unsigned parts, std::string_vi
     uint64_t offset = ranges[i].first;
     counts[i] = StreamLines(
         [&](char* dst, size_t n, std::string* error) {
-          return PreadRange(fd, &offset, ranges[i].second, dst, n, error);
+          return internal::PreadRange(fd, &offset, ranges[i].second, dst, n, error);
         },
         source, a);
   };
@@ -289,6 +266,31 @@ void PrintText(const nccl::Report& r, std::ostream& out) {
 }
 
 }  // namespace
+
+namespace internal {
+
+int64_t PreadRange(int fd, uint64_t* offset, uint64_t end, char* dst, size_t n,
+                   std::string* error) {
+  const size_t want = static_cast<size_t>(std::min<uint64_t>(n, end - *offset));
+  if (want == 0) return 0;
+  for (;;) {
+    const ssize_t r = pread(fd, dst, want, static_cast<off_t>(*offset));
+    if (r > 0) {
+      *offset += static_cast<uint64_t>(r);
+      return r;
+    }
+    if (r == 0) {
+      *error = "the file shrank while it was read";
+      return -1;
+    }
+    if (errno != EINTR) {
+      *error = std::strerror(errno);
+      return -1;
+    }
+  }
+}
+
+}  // namespace internal
 
 void ReexecWithHugePageHeap(char** argv) {
   // The second start costs ~12 ms. What the huge pages save is the page faults of a growing
