@@ -3,9 +3,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -38,16 +35,13 @@
 #include "efawatch/version.h"
 #include "lib/common/collector_group.h"
 #include "lib/common/findings_collector.h"
-#include "lib/common/instance_types.h"
 #include "lib/common/process_collector.h"
-#include "lib/kube/node_conditions.h"
 #include "probes/collective/collective_collector.h"
 #include "probes/collective/host_backend.h"
 #include "probes/collective/nccl_backend.h"
 #include "probes/fabric/endpoint.h"
 #include "probes/fabric/fabric_collector.h"
 #include "probes/fabric/fabric_findings.h"
-#include "probes/mesh/discovery.h"
 #include "probes/mesh/mesh.h"
 #include "probes/mesh/mesh_collector.h"
 #include "spdlog/spdlog.h"
@@ -353,32 +347,20 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
 absl::Status App::CreateCollectiveSchedule() {
   if (config_.collective_probe_interval.count() == 0) return absl::OkStatus();
   const collective::CollectiveLimits limits{};
-  auto peers = agent::ParseProbePeers(config_.collective_probe_peers);
-  if (!peers.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--collective-probe-peers=", config_.collective_probe_peers, ": ",
-                     std::string(peers.status().message())));
-  }
-  auto request = agent::ProbeRequest(
-      config_.collective_probe_sizes, config_.collective_probe_op, config_.collective_probe_backend,
-      config_.collective_probe_iters, config_.collective_probe_deadline, limits);
-  if (!request.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--collective-probe-sizes/-op/-backend: ",
-                                                   std::string(request.status().message())));
-  }
-  agent::CollectiveScheduleOptions o;
-  o.interval = config_.collective_probe_interval;
-  o.request = *std::move(request);
+  absl::StatusOr<CollectiveScheduleSpec> spec = CollectiveScheduleSpecFrom(config_, limits);
+  if (!spec.ok()) return spec.status();
+  agent::CollectiveScheduleOptions o = std::move(spec->options);
+  const agent::ProbePeers& peers = spec->peers;
   // This agent is rank 0 and dials itself: as its peers would (--pod-ip), else on the address
   // gRPC listens on.
   o.self_agent = self_.dialable;
   agent::CollectiveSchedule::PeersFn peer_list;
-  if (peers->from_mesh > 0) {
-    peer_list = [this, n = peers->from_mesh] {
+  if (peers.from_mesh > 0) {
+    peer_list = [this, n = peers.from_mesh] {
       return state::ReachableMeshPeers(*board_.Snapshot(), n);
     };
   } else {
-    peer_list = [list = peers->agents] { return list; };
+    peer_list = [list = peers.agents] { return list; };
   }
   schedule_waiter_ = std::make_unique<agent::ClockWaiter>(clock_);
   auto created = agent::CollectiveSchedule::Create(std::move(o), limits, std::move(peer_list),

@@ -297,4 +297,26 @@ doctor::DoctorRunnerOptions DoctorOptionsFrom(const Config& c) {
   return o;
 }
 
+absl::StatusOr<CollectiveScheduleSpec> CollectiveScheduleSpecFrom(
+    const Config& c, const collective::CollectiveLimits& limits) {
+  auto peers = agent::ParseProbePeers(c.collective_probe_peers);
+  if (!peers.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--collective-probe-peers=", c.collective_probe_peers, ": ",
+                     std::string(peers.status().message())));
+  }
+  auto request = agent::ProbeRequest(c.collective_probe_sizes, c.collective_probe_op,
+                                     c.collective_probe_backend, c.collective_probe_iters,
+                                     c.collective_probe_deadline, limits);
+  if (!request.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--collective-probe-sizes/-op/-backend: ",
+                                                   std::string(request.status().message())));
+  }
+  CollectiveScheduleSpec spec;
+  spec.options.interval = c.collective_probe_interval;
+  spec.options.request = *std::move(request);
+  spec.peers = *std::move(peers);
+  return spec;
+}
+
 }  // namespace efawatch

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/agent/collective_schedule.h"
 #include "daemon/agent/target_policy.h"
 #include "daemon/config.h"
 #include "daemon/doctor/doctor_runner.h"
@@ -64,5 +65,13 @@ signals::KubeSignalsOptions KubeSignalsOptionsFrom(const Config& c, const kube::
 /// The Kubernetes signals' requests, through `api`.
 signals::Sender KubeSender(const kube::ApiOptions& api);
 doctor::DoctorRunnerOptions DoctorOptionsFrom(const Config& c);
+/// The scheduled collective probe (--collective-probe-*): its options but its own address, and
+/// the peers it names; INVALID_ARGUMENT naming the flag when one does not parse.
+struct CollectiveScheduleSpec {
+  agent::CollectiveScheduleOptions options;
+  agent::ProbePeers peers;
+};
+absl::StatusOr<CollectiveScheduleSpec> CollectiveScheduleSpecFrom(
+    const Config& c, const collective::CollectiveLimits& limits);
 
 }  // namespace efawatch
