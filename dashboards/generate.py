@@ -1089,8 +1089,9 @@ def job():
 def inspector_panels(b):
     """The job's own collectives, from the NCCL Inspector (docs/inspector.md): median busbw of
     large messages per collective against what the job's nodes should give, the ratio the
-    EfawatchNcclSlowCollectives alert judges, and the time since the last progress that
-    EfawatchNcclJobStalled judges. Empty for jobs that do not load the Inspector."""
+    EfawatchNcclSlowCollectives alert judges, the time since the last progress that
+    EfawatchNcclJobStalled judges, and each pod's time against its job's median that
+    EfawatchNcclStraggler judges. Empty for jobs that do not load the Inspector."""
     b.row("Collective bandwidth (NCCL Inspector)")
     measured = in_job_workload(f"efawatch:nccl_busbw_bytes_per_second:p50_5m{{{POD_SEL}}}")
     b.timeseries(
@@ -1128,6 +1129,17 @@ def inspector_panels(b):
         description="Seconds since each pod's newest NCCL Inspector progress (any of its "
         "communicators), and since the job's newest; over 5 minutes raises "
         "EfawatchNcclJobStalled. A saw-tooth under the dump interval is a job that progresses.",
+    )
+    b.timeseries(
+        "NCCL time per collective against the job's median, per pod",
+        [("efawatch:nccl_pod_exec_time_median_ratio:avg5m"
+          f"{{{NODE_SEL}, namespace=~\"$namespace\", workload=~\"$workload\", pod=~\"$pod\"}}",
+          "{{pod}} on {{node}}")],
+        unit="percentunit",
+        description="Each pod's mean time per collective over its job's median for the same "
+        "communicator, collective and size class (jobs of three pods or more; 100 %: like the "
+        "others). The rank that arrives last waits least: a pod under 70 % for 10 minutes is a "
+        "straggler and raises EfawatchNcclStraggler naming its node.",
     )
 
 
