@@ -183,6 +183,7 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
     v.nccl_lines += c.analyzer->counters().nccl_lines;
     v.malformed_lines += c.analyzer->counters().malformed_lines;
     v.nccl = r.summary.verdict;
+    v.stack = nccl::StackOf(r);
     for (const auto& p : r.processes) own_evidence = own_evidence || !p.communicators.empty();
     c.comm_candidates =
         nccl::CommunicatorsOf(r, c.analyzer->counters().evicted_comms, &c.comms_seen);
