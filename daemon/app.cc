@@ -817,7 +817,8 @@ common::NodeHealth App::GetNodeHealth() const {
                            .workload_kind = {},
                            .workload = {},
                            .source = std::string(logs::OriginName(v.source.origin)),
-                           .files = v.files};
+                           .files = v.files,
+                           .stack = v.stack};
       if (workloads_) {
         if (auto w = workloads_->Lookup(v.source.namespace_name, v.source.pod)) {
           p.workload_kind = w->kind;
@@ -830,6 +831,7 @@ common::NodeHealth App::GetNodeHealth() const {
   if (fabric_ && fabric_->responder() != nullptr) {
     h.fabric_provider = fabric_->responder()->info().provider;
   }
+  if (inspector_) h.inspector = inspector_->Summaries();
   return h;
 }
 

@@ -1149,7 +1149,9 @@ def inspector_panels(b):
             f"ofi_provider, gdr, nccl_algo, nccl_proto, fi_efa_use_device_rdma, "
             f"settings_fingerprint) (efawatch_nccl_stack_info{{{POD_SEL}}})"), None),
          ("count by (cluster, node, namespace, pod) (efawatch:nccl_pod_stack_odd:info"
-          f"{{{POD_SEL}, workload=~\"$workload\"}})", "odd facts")],
+          f"{{{POD_SEL}, workload=~\"$workload\"}}) or on (cluster, node, namespace, pod) "
+          f"0 * count by (cluster, node, namespace, pod) (efawatch_nccl_stack_info{{{POD_SEL}}})",
+          "odd facts")],
         columns={"pod": "pod", "node": "node", "nccl_version": "NCCL",
                  "net_plugin": "net plugin", "net_plugin_version": "plugin version",
                  "ofi_provider": "provider", "gdr": "GDR", "nccl_algo": "NCCL_ALGO",

@@ -19,6 +19,7 @@ to 2 s). No Kubernetes API: each job is its namespace (workload_kind="Namespace"
 import json
 import pathlib
 import random
+import subprocess
 import sys
 import tempfile
 import threading
@@ -132,9 +133,9 @@ def main():
         roots, running = write_jobs(tmp)
         thread = threading.Thread(target=writer, args=(running, stop), daemon=True)
         thread.start()
-        ports = {}
+        ports, grpc = {}, {}
         for node, (logs, kubelet) in zip(NODES, roots):
-            proc, (metrics_port, _) = e2e.start_agent(tmp, node, [
+            proc, (metrics_port, grpc[node]) = e2e.start_agent(tmp, node, [
                 f"--node-name={node}", f"--sysfs-root={tmp / 'nosys'}", f"--pod-log-root={logs}",
                 f"--pod-volume-root={kubelet}", "--instance-type=p5.48xlarge"])
             procs.append(proc)
@@ -189,6 +190,22 @@ def main():
             assert want in incon, incon
         for name, alerts in got.items():
             e2e.log(f"{name}: {alerts[0]['annotations']['summary']}")
+
+        # `efawatch status` on sig-1 shows the node's side of all three: each pod's stack, the
+        # stalled pod's old progress (stale), and the running pods' time per operation.
+        status = subprocess.run(
+            [str(e2e.BINARY / "bin/efawatch"), "status", "--agent", f"127.0.0.1:{grpc['sig-1']}"],
+            capture_output=True, text=True, timeout=30)
+        assert status.returncode == 0, status.stdout + status.stderr
+        text = status.stdout
+        for want in ("stack: NCCL 2.27.5, aws-ofi-nccl 1.14.0, provider efa, GDR on, "
+                     "NCCL_PROTO=simple, other settings ",
+                     "stall/stall-0  comm 0x3c3c3c3c3c3c3c  last progress ", "(STALE)",
+                     "strag/strag-0  comm 0x5a5a5a5a5a5a5a  last progress ",
+                     "AllReduce 256MiB: "):
+            assert want in text, f"{want!r} not in efawatch status:\n{text}"
+        e2e.log("efawatch status on sig-1: " + " | ".join(
+            line.strip() for line in text.splitlines() if "stack:" in line or "comm 0x" in line)[:600])
         ok = True
     finally:
         stop.set()
