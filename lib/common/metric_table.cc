@@ -251,8 +251,9 @@ std::vector<MetricDef> BuildTable() {
        "should share: NCCL version, net plugin (aws-ofi-nccl) and its version, OFI provider, "
        "GPUDirect RDMA (on, off, partial, unknown), the NCCL_ALGO, NCCL_PROTO and "
        "FI_EFA_USE_DEVICE_RDMA settings, and settings_fingerprint: 8 hex digits of the other "
-       "NCCL_*/FI_* settings the log echoes (\"\" when none). Empty: not shown. Only while the "
-       "container's current run showed some of it (not after an agent restart that missed it).",
+       "NCCL_*/FI_* settings the log echoes (\"\" when none). Empty: not shown. Only once the "
+       "container's current run showed some of it (the checkpoint keeps it across agent "
+       "restarts).",
        {"namespace", "pod", "container", "nccl_version", "net_plugin", "net_plugin_version",
         "ofi_provider", "gdr", "nccl_algo", "nccl_proto", "fi_efa_use_device_rdma",
         "settings_fingerprint"}},

@@ -62,6 +62,27 @@ Stack StackOf(const Report& report) {
   return s;
 }
 
+void FillFromEarlier(Stack& s, const Stack& earlier) {
+  for (auto [mine, theirs] : {std::pair{&s.nccl_version, &earlier.nccl_version},
+                              std::pair{&s.net_plugin, &earlier.net_plugin},
+                              std::pair{&s.net_plugin_version, &earlier.net_plugin_version},
+                              std::pair{&s.ofi_provider, &earlier.ofi_provider}}) {
+    if (mine->empty()) *mine = *theirs;
+  }
+  if (s.gdr.empty() || s.gdr == NameOf(Gdr::kUnknown)) {
+    if (!earlier.gdr.empty()) s.gdr = earlier.gdr;
+  }
+  for (const auto& [name, value] : earlier.settings) {
+    if (s.settings.size() >= kMaxStackSettings) break;
+    if (SettingValue(s, name).empty() &&
+        std::none_of(s.settings.begin(), s.settings.end(),
+                     [&](const auto& kv) { return kv.first == name; })) {
+      s.settings.emplace_back(name, value);
+    }
+  }
+  std::sort(s.settings.begin(), s.settings.end());
+}
+
 std::string_view SettingValue(const Stack& stack, std::string_view name) {
   for (const auto& [n, v] : stack.settings) {
     if (n == name) return v;

@@ -26,8 +26,9 @@ struct Stack {
   /// each once (the first process that printed it wins), at most kMaxStackSettings.
   std::vector<std::pair<std::string, std::string>> settings;
 
-  /// True when the log showed any of it (a restarted agent that reads only a job's later lines
-  /// sees none: no stack is better than one that differs from its job's for that reason).
+  /// True when the log showed any of it (an agent that reads only a job's later lines, without
+  /// a checkpoint of its start, sees none: no stack is better than one that differs from its
+  /// job's for that reason).
   bool Known() const;
   bool operator==(const Stack&) const = default;
 };
@@ -42,6 +43,11 @@ inline constexpr std::array<std::string_view, 3> kLabelledSettings = {"NCCL_ALGO
 /// The stack of `report`'s processes: the verdict's NCCL version, provider and GDR; the first
 /// process's net plugin that names one; the union of the settings.
 Stack StackOf(const Report& report);
+
+/// Fills what `s` does not know from `earlier` (the stack a checkpoint kept from before an agent
+/// restart, whose start lines are not read again): empty names taken, settings joined (this
+/// run's value wins), kept sorted and bounded.
+void FillFromEarlier(Stack& s, const Stack& earlier);
 
 /// A setting's value in `stack`, "" when not set.
 std::string_view SettingValue(const Stack& stack, std::string_view name);

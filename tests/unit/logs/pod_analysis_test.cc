@@ -324,6 +324,16 @@ TEST(PodAnalysisTest, StackSeriesNamesWhatTheLogShowed) {
   EXPECT_EQ(Label(l, "fi_efa_use_device_rdma"), "");
   EXPECT_EQ(Label(l, "settings_fingerprint").size(), 8u);
 
+  // An agent restarted after the start lines keeps the stack from its checkpoint, and reading
+  // the run's later lines does not lose it.
+  Fed r;
+  r.pods.Restore(f.pods.Checkpoint());
+  r.pods.OnLine(src, ++n, Cri("h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000"));
+  r.pods.OnPassComplete();
+  ASSERT_EQ(r.pods.Verdicts().size(), 1u);
+  EXPECT_EQ(r.pods.Verdicts()[0].stack, f.pods.Verdicts()[0].stack);
+  EXPECT_EQ(Scrape(r.pods).samples["efawatch_nccl_stack_info"].size(), 1u);
+
   Fed g;
   g.pods.OnLine(src, 1, Cri("h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000"));
   g.pods.OnPassComplete();
