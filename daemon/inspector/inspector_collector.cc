@@ -423,7 +423,8 @@ std::vector<CommSummary> InspectorCollector::Summaries() {
       std::chrono::duration_cast<std::chrono::microseconds>(options_.progress_stale_after).count();
   std::lock_guard lock(mu_);
   std::vector<CommSummary> out;
-  for (const auto& [key, pod] : pods_) {
+  for (const auto& pod_entry : pods_) {
+    const Pod& pod = pod_entry.second;  // a plain reference: the lambda below captures it
     // Progress and counts are kept apart (a communicator can have one without the other: a
     // stale first read, a cap); one summary per communicator key.
     std::map<std::string, CommSummary> comms;

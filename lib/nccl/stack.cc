@@ -51,11 +51,12 @@ Stack StackOf(const Report& report) {
       }
     }
     if (s.net_plugin_version.empty()) s.net_plugin_version = p.net_plugin_version;
-    for (const auto& [name, value] : p.settings) {
+    for (const auto& setting : p.settings) {
+      const std::string& name = setting.first;  // captured below: not a structured binding
       if (s.settings.size() >= kMaxStackSettings) break;
       const bool have = std::any_of(s.settings.begin(), s.settings.end(),
                                     [&](const auto& kv) { return kv.first == name; });
-      if (!have) s.settings.emplace_back(name, value);
+      if (!have) s.settings.push_back(setting);
     }
   }
   std::sort(s.settings.begin(), s.settings.end());
@@ -72,12 +73,13 @@ void FillFromEarlier(Stack& s, const Stack& earlier) {
   if (s.gdr.empty() || s.gdr == NameOf(Gdr::kUnknown)) {
     if (!earlier.gdr.empty()) s.gdr = earlier.gdr;
   }
-  for (const auto& [name, value] : earlier.settings) {
+  for (const auto& setting : earlier.settings) {
+    const std::string& name = setting.first;  // captured below: not a structured binding
     if (s.settings.size() >= kMaxStackSettings) break;
     if (SettingValue(s, name).empty() &&
         std::none_of(s.settings.begin(), s.settings.end(),
                      [&](const auto& kv) { return kv.first == name; })) {
-      s.settings.emplace_back(name, value);
+      s.settings.push_back(setting);
     }
   }
   std::sort(s.settings.begin(), s.settings.end());
