@@ -8,12 +8,32 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/time/time.h"
+#include "lib/nccl/stack.h"
 #include "proto/codec/records.h"
 
 namespace efawatch::cli {
 namespace {
 
 std::string_view SeverityText(v1::Severity s) { return common::SeverityName(codec::FromProto(s)); }
+
+// "NCCL 2.27.5, aws-ofi-nccl 1.14.0, provider efa, GDR on, NCCL_PROTO=simple, other settings
+// 1a2b3c4d": what the fleet's EfawatchNcclJobInconsistent compares across a job's pods.
+std::string StackLine(const v1::NcclStack& s) {
+  std::string line = "NCCL " + (s.nccl_version().empty() ? "?" : s.nccl_version());
+  if (!s.net_plugin().empty()) {
+    line += ", " + s.net_plugin() +
+            (s.net_plugin_version().empty() ? "" : " " + s.net_plugin_version());
+  }
+  if (!s.ofi_provider().empty()) line += ", provider " + s.ofi_provider();
+  line += ", GDR " + (s.gdr().empty() ? std::string("unknown") : s.gdr());
+  for (const auto& kv : s.settings()) {
+    for (std::string_view name : nccl::kLabelledSettings) {
+      if (kv.name() == name) line += ", " + kv.name() + "=" + kv.value();
+    }
+  }
+  if (!s.settings_fingerprint().empty()) line += ", other settings " + s.settings_fingerprint();
+  return line;
+}
 
 void PrintText(const v1::NodeHealth& h, std::ostream& out) {
   out << "node:     " << h.node() << "\n"
@@ -41,6 +61,29 @@ void PrintText(const v1::NodeHealth& h, std::ostream& out) {
                                : "  from " + p.source() + " (" + std::to_string(p.files()) +
                                      (p.files() == 1 ? " file)" : " files)"))
         << "\n    " << nccl::VerdictHeadline(v) << "\n";
+    if (p.has_stack()) out << "    stack: " << StackLine(p.stack()) << "\n";
+  }
+  // The node's side of the fleet's stall and straggler alerts: Prometheus compares these across
+  // the job's nodes (a job's median time per operation, its newest progress).
+  out << "nccl inspector: " << (h.inspector().empty() ? "none" : "") << "\n";
+  for (const auto& c : h.inspector()) {
+    out << "  " << (c.pod().empty() ? "(no pod)" : c.namespace_() + "/" + c.pod()) << "  comm "
+        << (c.comm_id().empty() ? "named " + c.comm_name() : c.comm_id());
+    if (c.has_last_progress()) {
+      const absl::Duration age = absl::Now() - absl::FromUnixSeconds(c.last_progress().seconds());
+      out << "  last progress " << absl::FormatDuration(absl::Trunc(age, absl::Seconds(1)))
+          << " ago" << (c.stale() ? " (STALE)" : "");
+    }
+    out << "\n";
+    for (const auto& op : c.ops()) {
+      out << "    " << op.collective() << " " << op.size_bucket() << ": " << op.count() << " ops";
+      if (op.count() > 0) {
+        out << ", " << std::fixed << std::setprecision(3)
+            << op.exec_seconds() * 1000 / static_cast<double>(op.count()) << " ms/op"
+            << std::defaultfloat;
+      }
+      out << "\n";
+    }
   }
   out << "findings: " << (h.findings().empty() ? "none" : "") << "\n";
   for (const auto& f : h.findings()) {
@@ -56,7 +99,7 @@ constexpr std::string_view kJsonPodKeys[] = {
     "namespace",          "pod",          "container",     "tcp_fallback",   "loopback_misuse",
     "net_plugin_missing", "gdr_disabled", "network",       "transport",      "ofi_provider",
     "nccl_version",       "processes",    "communicators", "nodes_evidence", "workload_kind",
-    "workload",           "source",       "files",         "tcp_deliberate"};
+    "workload",           "source",       "files",         "tcp_deliberate", "stack"};
 
 std::string FlatPods(const std::string& json) {
   auto doc = nlohmann::ordered_json::parse(json, nullptr, /*allow_exceptions=*/false);

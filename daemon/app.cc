@@ -479,12 +479,15 @@ int App::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 int App::grpc_port() const { return grpc_ ? grpc_->port() : 0; }
 
 common::NodeHealth App::GetNodeHealth() const {
-  return state::NodeHealthOf(*board_.Snapshot(),
-                             {.node = config_.node_name,
-                              .version = EFAWATCH_VERSION,
-                              .revision = EFAWATCH_REVISION,
-                              .start_time = start_time_},
-                             collector_status_.Snapshot(), *findings_.Snapshot());
+  common::NodeHealth h = state::NodeHealthOf(*board_.Snapshot(),
+                                             {.node = config_.node_name,
+                                              .version = EFAWATCH_VERSION,
+                                              .revision = EFAWATCH_REVISION,
+                                              .start_time = start_time_},
+                                             collector_status_.Snapshot(), *findings_.Snapshot());
+  // Computed from the Inspector's tables when asked, not published: the one module read left.
+  if (inspector_) h.inspector = inspector_->Summaries();
+  return h;
 }
 
 }  // namespace efawatch

@@ -1089,8 +1089,10 @@ def job():
 def inspector_panels(b):
     """The job's own collectives, from the NCCL Inspector (docs/inspector.md): median busbw of
     large messages per collective against what the job's nodes should give, the ratio the
-    EfawatchNcclSlowCollectives alert judges, and the time since the last progress that
-    EfawatchNcclJobStalled judges. Empty for jobs that do not load the Inspector."""
+    EfawatchNcclSlowCollectives alert judges, the time since the last progress that
+    EfawatchNcclJobStalled judges, and each pod's time against its job's median that
+    EfawatchNcclStraggler judges; and each pod's NCCL stack, which EfawatchNcclJobInconsistent
+    compares. Empty for jobs that do not load the Inspector."""
     b.row("Collective bandwidth (NCCL Inspector)")
     measured = in_job_workload(f"efawatch:nccl_busbw_bytes_per_second:p50_5m{{{POD_SEL}}}")
     b.timeseries(
@@ -1128,6 +1130,39 @@ def inspector_panels(b):
         description="Seconds since each pod's newest NCCL Inspector progress (any of its "
         "communicators), and since the job's newest; over 5 minutes raises "
         "EfawatchNcclJobStalled. A saw-tooth under the dump interval is a job that progresses.",
+    )
+    b.timeseries(
+        "NCCL time per collective against the job's median, per pod",
+        [("efawatch:nccl_pod_exec_time_median_ratio:avg5m"
+          f"{{{NODE_SEL}, namespace=~\"$namespace\", workload=~\"$workload\", pod=~\"$pod\"}}",
+          "{{pod}} on {{node}}")],
+        unit="percentunit",
+        description="Each pod's mean time per collective over its job's median for the same "
+        "communicator, collective and size class (jobs of three pods or more; 100 %: like the "
+        "others). The rank that arrives last waits least: a pod under 70 % for 10 minutes is a "
+        "straggler and raises EfawatchNcclStraggler naming its node.",
+    )
+    b.table(
+        "NCCL stack per pod (odd pods marked)",
+        [(in_job_workload(
+            f"max by (cluster, node, namespace, pod, nccl_version, net_plugin, net_plugin_version, "
+            f"ofi_provider, gdr, nccl_algo, nccl_proto, fi_efa_use_device_rdma, "
+            f"settings_fingerprint) (efawatch_nccl_stack_info{{{POD_SEL}}})"), None),
+         ("count by (cluster, node, namespace, pod) (efawatch:nccl_pod_stack_odd:info"
+          f"{{{POD_SEL}, workload=~\"$workload\"}}) or on (cluster, node, namespace, pod) "
+          f"0 * count by (cluster, node, namespace, pod) (efawatch_nccl_stack_info{{{POD_SEL}}})",
+          "odd facts")],
+        columns={"pod": "pod", "node": "node", "nccl_version": "NCCL",
+                 "net_plugin": "net plugin", "net_plugin_version": "plugin version",
+                 "ofi_provider": "provider", "gdr": "GDR", "nccl_algo": "NCCL_ALGO",
+                 "nccl_proto": "NCCL_PROTO", "fi_efa_use_device_rdma": "FI_EFA_USE_DEVICE_RDMA",
+                 "settings_fingerprint": "other settings", "Value #B": "odd facts"},
+        w=24,
+        description="The NCCL stack each pod's log shows (efawatch_nccl_stack_info): every pod "
+        "of a job should show the same. \"other settings\" is a fingerprint of the NCCL_*/FI_* "
+        "settings the log echoes besides the three shown. \"odd facts\": how many facts of the "
+        "pod at most half of the job's pods share; for 10 minutes it raises "
+        "EfawatchNcclJobInconsistent.",
     )
 
 

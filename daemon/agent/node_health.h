@@ -8,6 +8,8 @@
 
 #include "lib/common/collector_status.h"
 #include "lib/common/finding.h"
+#include "lib/inspector/summary.h"
+#include "lib/nccl/stack.h"
 #include "lib/nccl/verdict.h"
 
 namespace efawatch::common {
@@ -21,6 +23,8 @@ struct PodVerdict {
   // from how many files (a Ray session: one per worker process and stream).
   std::string source;
   uint64_t files = 0;
+  /// The NCCL stack this run's log showed (lib/nccl/stack.h); Known() false when none.
+  nccl::Stack stack;
 };
 
 /// What the agent knows about its node at one moment; an immutable value the gRPC edge renders.
@@ -34,6 +38,9 @@ struct NodeHealth {
   std::string fabric_provider;
   unsigned efa_devices = 0;
   std::vector<PodVerdict> pods;
+  /// The NCCL Inspector's communicators on the node (daemon/inspector): progress and time per
+  /// operation, the node's side of EfawatchNcclJobStalled and EfawatchNcclStraggler.
+  std::vector<inspector::CommSummary> inspector;
 };
 
 }  // namespace efawatch::common

@@ -415,6 +415,47 @@ void InspectorCollector::ReadPromFiles() {
   }
 }
 
+std::vector<CommSummary> InspectorCollector::Summaries() {
+  const int64_t wall_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(clock_.WallNow().time_since_epoch())
+          .count();
+  const int64_t stale_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.progress_stale_after).count();
+  std::lock_guard lock(mu_);
+  std::vector<CommSummary> out;
+  for (const auto& pod_entry : pods_) {
+    const Pod& pod = pod_entry.second;  // a plain reference: the lambda below captures it
+    // Progress and counts are kept apart (a communicator can have one without the other: a
+    // stale first read, a cap); one summary per communicator key.
+    std::map<std::string, CommSummary> comms;
+    const auto entry = [&](const std::string& comm_key, const std::string& id,
+                           const std::string& name) -> CommSummary& {
+      CommSummary& c = comms[comm_key];
+      c.namespace_name = pod.namespace_name;
+      c.pod = pod.pod;
+      c.comm_id = id;
+      c.comm_name = name;
+      return c;
+    };
+    for (const auto& [comm_key, p] : pod.progress) {
+      CommSummary& c = entry(comm_key, p.comm_id, p.comm_name);
+      c.last_progress_unix_us = p.unix_us;
+      c.stale = wall_us - p.unix_us > stale_us;
+    }
+    for (const auto& [comm_key, comm] : pod.table.comms()) {
+      CommSummary& c = entry(comm_key, comm.comm_id, comm.comm_name);
+      for (const auto& [op_key, stats] : comm.ops) {
+        c.ops.push_back({.collective = op_key.op,
+                         .size_bucket = std::string(SizeBucketLabel(op_key.size_bucket)),
+                         .count = stats.count,
+                         .exec_seconds = stats.exec_seconds_sum});
+      }
+    }
+    for (auto& [comm_key, c] : comms) out.push_back(std::move(c));
+  }
+  return out;
+}
+
 absl::Status InspectorCollector::Collect(std::chrono::steady_clock::time_point /*deadline*/,
                                          common::MetricSink& sink) {
   using metrics::M;

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "daemon/logs/pod_volumes.h"
 #include "daemon/logs/source.h"
@@ -21,6 +22,7 @@
 #include "lib/common/collector.h"
 #include "lib/inspector/record.h"
 #include "lib/inspector/stats.h"
+#include "lib/inspector/summary.h"
 
 namespace efawatch::inspector {
 
@@ -89,6 +91,10 @@ class InspectorCollector final : public logs::LineSink, public common::Collector
   /// Reads the Prometheus-mode files that changed since the last call (OnPassComplete calls it
   /// every prom_interval). For tests.
   void ReadPromFiles();
+
+  /// Every communicator of every pod as Collect() would export it, by pod and communicator:
+  /// for `efawatch status` (NodeHealth). Any thread.
+  std::vector<CommSummary> Summaries();
 
  private:
   // The newest progress of one communicator of a pod (Unix time, microseconds).

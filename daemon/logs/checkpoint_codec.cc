@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "daemon/logs/checkpoint_codec.h"
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -84,6 +85,38 @@ std::vector<CommunicatorSeries> CommunicatorsFromJson(const nlohmann::json& in) 
   return out;
 }
 
+// The container's stack (absent in checkpoints written before it was kept: an empty stack).
+nlohmann::json StackToJson(const nccl::Stack& s) {
+  nlohmann::json settings = nlohmann::json::array();
+  for (const auto& [name, value] : s.settings) settings.push_back({name, value});
+  return {{"nccl_version", s.nccl_version},
+          {"net_plugin", s.net_plugin},
+          {"net_plugin_version", s.net_plugin_version},
+          {"ofi_provider", s.ofi_provider},
+          {"gdr", s.gdr},
+          {"settings", settings}};
+}
+
+nccl::Stack StackFromJson(const nlohmann::json& in) {
+  nccl::Stack s;
+  if (!in.is_object()) return s;
+  s.nccl_version = Get<std::string>(in, "nccl_version");
+  s.net_plugin = Get<std::string>(in, "net_plugin");
+  s.net_plugin_version = Get<std::string>(in, "net_plugin_version");
+  s.ofi_provider = Get<std::string>(in, "ofi_provider");
+  s.gdr = Get<std::string>(in, "gdr");
+  const nlohmann::json settings = in.value("settings", nlohmann::json::array());
+  if (!settings.is_array()) return s;
+  for (const nlohmann::json& kv : settings) {
+    if (s.settings.size() >= nccl::kMaxStackSettings) break;
+    if (kv.is_array() && kv.size() == 2 && kv[0].is_string() && kv[1].is_string()) {
+      s.settings.emplace_back(kv[0].get<std::string>(), kv[1].get<std::string>());
+    }
+  }
+  std::sort(s.settings.begin(), s.settings.end());
+  return s;
+}
+
 nlohmann::json FindingToJson(const common::Finding& f) {
   return {{"kind", f.kind},
           {"severity", static_cast<int>(f.severity)},
@@ -131,7 +164,8 @@ nlohmann::json ContainerToJson(const SavedContainer& c) {
                       {"nccl_lines", x.nccl_lines},
                       {"malformed_lines", x.malformed_lines},
                       {"findings", findings},
-                      {"communicator_series", CommunicatorsToJson(x.communicators)}};
+                      {"communicator_series", CommunicatorsToJson(x.communicators)},
+                      {"stack", StackToJson(x.stack)}};
   VerdictToJson(x.nccl, e);
   return e;
 }
@@ -154,6 +188,7 @@ SavedContainer ContainerFromJson(const nlohmann::json& e) {
   c.verdict.files = Get<uint64_t>(e, "files");
   c.verdict.nccl = VerdictFromJson(e);
   c.verdict.communicators = CommunicatorsFromJson(e.value("communicator_series", nlohmann::json()));
+  c.verdict.stack = StackFromJson(e.value("stack", nlohmann::json()));  // absent: ""
   for (const auto& f : e.value("findings", nlohmann::json::array())) {
     c.findings.push_back(FindingFromJson(f));
   }

@@ -6,6 +6,7 @@
 
 #include "daemon/logs/source.h"
 #include "lib/nccl/communicators.h"
+#include "lib/nccl/stack.h"
 #include "lib/nccl/verdict.h"
 
 namespace efawatch::logs {
@@ -16,6 +17,10 @@ using nccl::CommunicatorSeries;
 struct ContainerVerdict {
   LogSource source;
   nccl::Verdict nccl;
+  /// The stack this run's lines showed, with what the checkpoint kept from before an agent
+  /// restart; Known() false when neither shows any (then no stack series is exported rather
+  /// than one that differs from the job's).
+  nccl::Stack stack;
   uint64_t lines = 0, nccl_lines = 0, malformed_lines = 0;
   /// Files this run was read from: 1 for a container log, a Ray session's worker files, ...
   uint64_t files = 0;

@@ -183,6 +183,7 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
     v.nccl_lines += c.analyzer->counters().nccl_lines;
     v.malformed_lines += c.analyzer->counters().malformed_lines;
     v.nccl = r.summary.verdict;
+    v.stack = nccl::StackOf(r);
     for (const auto& p : r.processes) own_evidence = own_evidence || !p.communicators.empty();
     c.comm_candidates =
         nccl::CommunicatorsOf(r, c.analyzer->counters().evicted_comms, &c.comms_seen);
@@ -202,6 +203,7 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
   // this run's lines since do not say it; and until they show communicators of their own, the
   // saved findings and communicators stand too.
   if (c.has_restored) nccl::FillFromEarlier(v.nccl, c.restored.nccl);
+  if (c.has_restored) nccl::FillFromEarlier(v.stack, c.restored.stack);
   if (c.has_restored && !own_evidence) {
     findings->insert(findings->end(), c.restored_findings.begin(), c.restored_findings.end());
     c.comm_candidates = c.restored.communicators;
@@ -214,6 +216,15 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
     f.pod = c.source.HasPod() ? c.source.pod : "";
   }
   MakeValid(v, *findings);
+  // The stack crosses gRPC (proto strings must be UTF-8) and the checkpoint as it is.
+  for (std::string* f : {&v.stack.nccl_version, &v.stack.net_plugin, &v.stack.net_plugin_version,
+                         &v.stack.ofi_provider, &v.stack.gdr}) {
+    common::MakeValidUtf8(f);
+  }
+  for (auto& [name, value] : v.stack.settings) {
+    common::MakeValidUtf8(&name);
+    common::MakeValidUtf8(&value);
+  }
   for (CommunicatorSeries& s : c.comm_candidates) {
     for (std::string* f : {&s.id, &s.transport, &s.provider}) common::MakeValidUtf8(f);
   }

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "daemon/logs/verdict_metrics.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "lib/common/metric_table.h"
 #include "lib/nccl/labels.h"
 
@@ -31,6 +34,23 @@ void WriteVerdictMetrics(const ContainerVerdict& v, common::MetricSink& sink) {
   info.push_back({"nccl_version", nccl::VersionLabel(n.nccl_version)});
   info.push_back({"nodes", std::string(nccl::NameOf(n.nodes_evidence))});
   sink.Add(metrics::M::kNcclInfo, info, 1);
+  if (v.stack.Known()) {
+    const nccl::Stack& st = v.stack;
+    common::Labels stack = l;
+    stack.push_back({"nccl_version", nccl::VersionLabel(st.nccl_version)});
+    stack.push_back({"net_plugin", nccl::PluginLabel(st.net_plugin)});
+    stack.push_back({"net_plugin_version", nccl::PluginVersionLabel(st.net_plugin_version)});
+    stack.push_back({"ofi_provider", nccl::ProviderLabel(st.ofi_provider)});
+    stack.push_back({"gdr", st.gdr});
+    for (std::string_view name : nccl::kLabelledSettings) {
+      std::string label(name);
+      std::transform(label.begin(), label.end(), label.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      stack.push_back({std::move(label), nccl::SettingLabel(nccl::SettingValue(st, name))});
+    }
+    stack.push_back({"settings_fingerprint", nccl::SettingsFingerprint(st)});
+    sink.Add(metrics::M::kNcclStackInfo, stack, 1);
+  }
   sink.Add(metrics::M::kNcclProcesses, l, static_cast<double>(n.processes));
   sink.Add(metrics::M::kNcclCommunicators, l, static_cast<double>(n.communicators));
   sink.Add(metrics::M::kNcclWarningsTotal, l, static_cast<double>(n.warnings));

@@ -35,6 +35,40 @@ void ToProto(const common::NodeHealth& h, v1::NodeHealth* out) {
     pv->set_source(p.source);
     pv->set_files(p.files);
     ToProto(p.nccl, pv->mutable_nccl());
+    if (p.stack.Known()) {
+      v1::NcclStack* s = pv->mutable_stack();
+      s->set_nccl_version(p.stack.nccl_version);
+      s->set_net_plugin(p.stack.net_plugin);
+      s->set_net_plugin_version(p.stack.net_plugin_version);
+      s->set_ofi_provider(p.stack.ofi_provider);
+      s->set_gdr(p.stack.gdr);
+      for (const auto& [name, value] : p.stack.settings) {
+        auto* kv = s->add_settings();
+        kv->set_name(name);
+        kv->set_value(value);
+      }
+      s->set_settings_fingerprint(nccl::SettingsFingerprint(p.stack));
+    }
+  }
+  for (const auto& c : h.inspector) {
+    auto* pc = out->add_inspector();
+    pc->set_namespace_(c.namespace_name);
+    pc->set_pod(c.pod);
+    pc->set_comm_id(c.comm_id);
+    pc->set_comm_name(c.comm_name);
+    if (c.last_progress_unix_us > 0) {
+      pc->mutable_last_progress()->set_seconds(c.last_progress_unix_us / 1'000'000);
+      pc->mutable_last_progress()->set_nanos(
+          static_cast<int32_t>(c.last_progress_unix_us % 1'000'000 * 1000));
+    }
+    pc->set_stale(c.stale);
+    for (const auto& op : c.ops) {
+      auto* po = pc->add_ops();
+      po->set_collective(op.collective);
+      po->set_size_bucket(op.size_bucket);
+      po->set_count(op.count);
+      po->set_exec_seconds(op.exec_seconds);
+    }
   }
 }
 
@@ -63,7 +97,36 @@ common::NodeHealth FromProto(const v1::NodeHealth& in) {
                       .workload_kind = p.workload_kind(),
                       .workload = p.workload(),
                       .source = p.source(),
-                      .files = p.files()});
+                      .files = p.files(),
+                      .stack = {}});
+    if (p.has_stack()) {
+      nccl::Stack& s = h.pods.back().stack;
+      s.nccl_version = p.stack().nccl_version();
+      s.net_plugin = p.stack().net_plugin();
+      s.net_plugin_version = p.stack().net_plugin_version();
+      s.ofi_provider = p.stack().ofi_provider();
+      s.gdr = p.stack().gdr();
+      for (const auto& kv : p.stack().settings()) s.settings.emplace_back(kv.name(), kv.value());
+    }
+  }
+  for (const auto& c : in.inspector()) {
+    inspector::CommSummary s{
+        .namespace_name = c.namespace_(),
+        .pod = c.pod(),
+        .comm_id = c.comm_id(),
+        .comm_name = c.comm_name(),
+        .last_progress_unix_us = c.has_last_progress() ? c.last_progress().seconds() * 1'000'000 +
+                                                             c.last_progress().nanos() / 1000
+                                                       : 0,
+        .stale = c.stale(),
+        .ops = {}};
+    for (const auto& op : c.ops()) {
+      s.ops.push_back({.collective = op.collective(),
+                       .size_bucket = op.size_bucket(),
+                       .count = op.count(),
+                       .exec_seconds = op.exec_seconds()});
+    }
+    h.inspector.push_back(std::move(s));
   }
   return h;
 }

@@ -28,7 +28,8 @@ common::NodeHealth NodeHealthOf(const NodeState& state, const AgentIdentity& age
                          .workload_kind = {},
                          .workload = {},
                          .source = std::string(logs::OriginName(v.source.origin)),
-                         .files = v.files};
+                         .files = v.files,
+                         .stack = v.stack};
     if (auto w = state.workloads->find({v.source.namespace_name, v.source.pod});
         w != state.workloads->end()) {
       p.workload_kind = w->second.kind;

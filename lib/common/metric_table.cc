@@ -245,6 +245,18 @@ std::vector<MetricDef> BuildTable() {
        "proven_single, proven_multi or unknown; a TCP net is certain only with proven_multi).",
        {"namespace", "pod", "container", "network", "transport", "ofi_provider", "nccl_version",
         "nodes"}},
+      {M::kNcclStackInfo.name(),
+       T::kGauge,
+       "Always 1; labels name the stack the container's NCCL log shows, which every pod of a job "
+       "should share: NCCL version, net plugin (aws-ofi-nccl) and its version, OFI provider, "
+       "GPUDirect RDMA (on, off, partial, unknown), the NCCL_ALGO, NCCL_PROTO and "
+       "FI_EFA_USE_DEVICE_RDMA settings, and settings_fingerprint: 8 hex digits of the other "
+       "NCCL_*/FI_* settings the log echoes (\"\" when none). Empty: not shown. Only once the "
+       "container's current run showed some of it (the checkpoint keeps it across agent "
+       "restarts).",
+       {"namespace", "pod", "container", "nccl_version", "net_plugin", "net_plugin_version",
+        "ofi_provider", "gdr", "nccl_algo", "nccl_proto", "fi_efa_use_device_rdma",
+        "settings_fingerprint"}},
       {M::kNcclProcesses.name(),
        T::kGauge,
        "NCCL processes seen in the container's current run.",
@@ -581,11 +593,10 @@ const std::vector<DebugOnlyGroup>& DebugOnlyMetrics() {
         "efawatch_logs_files_refused_total", "efawatch_logs_scans_total",
         "efawatch_logs_scan_seconds_total", "efawatch_logs_skipped_bytes_total",
         "efawatch_nccl_communicators_dropped_total", "efawatch_nccl_processes"}},
-      {"NCCL Inspector reading and the collectives' total time: the Inspector's records and files "
-       "say whether a job's dump is being read (docs/inspector.md); the bandwidth itself is "
-       "alerted (EfawatchNcclSlowCollectives) and on the job dashboard.",
-       {"efawatch_nccl_exec_seconds_total", "efawatch_nccl_inspector_files",
-        "efawatch_nccl_inspector_records_total"}},
+      {"NCCL Inspector reading: the Inspector's records and files say whether a job's dump is "
+       "being read (docs/inspector.md); the bandwidth and time per operation themselves are "
+       "alerted (EfawatchNcclSlowCollectives, EfawatchNcclStraggler) and on the job dashboard.",
+       {"efawatch_nccl_inspector_files", "efawatch_nccl_inspector_records_total"}},
       {"EFA and RDMA device counters beyond the errors (alerted) and the throughput and "
        "retransmits (node dashboard): work requests, packets and commands per device, port "
        "state and the generic RDMA view, for a device under investigation.",

@@ -62,6 +62,7 @@ struct M {
   static constexpr Metric kNcclNetPluginMissing{"efawatch_nccl_net_plugin_missing"};
   static constexpr Metric kNcclGdrDisabled{"efawatch_nccl_gdr_disabled"};
   static constexpr Metric kNcclInfo{"efawatch_nccl_info"};
+  static constexpr Metric kNcclStackInfo{"efawatch_nccl_stack_info"};
   static constexpr Metric kNcclProcesses{"efawatch_nccl_processes"};
   static constexpr Metric kNcclCommunicators{"efawatch_nccl_communicators"};
   static constexpr Metric kNcclCommunicatorInfo{"efawatch_nccl_communicator_info"};

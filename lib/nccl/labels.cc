@@ -52,6 +52,26 @@ std::string VersionLabel(std::string_view v) {
   return ok || v.empty() ? std::string(v) : "other";
 }
 
+std::string PluginLabel(std::string_view v) {
+  return OneOf(v, {"", "none", "aws-ofi-nccl", "IBext", "IBext_v7", "IBext_v8", "IBext_v9",
+                   "IBext_v10", "Libfabric", "GPUDirectTCPX", "FasTrak"})
+             ? std::string(v)
+             : "other";
+}
+
+std::string PluginVersionLabel(std::string_view v) {
+  const bool ok = v.size() <= 24 && !v.empty() && v[0] >= '0' && v[0] <= '9' &&
+                  AllOf(v, "0123456789.-abcdefghijklmnopqrstuvwxyz");
+  return ok || v.empty() ? std::string(v) : "other";
+}
+
+std::string SettingLabel(std::string_view v) {
+  const bool ok = v.size() <= 32 && AllOf(v,
+                                          "0123456789,^_:;.-abcdefghijklmnopqrstuvwxyz"
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+  return ok ? std::string(v) : "other";
+}
+
 bool CommIdLabelOk(std::string_view v) {
   return v.size() > 2 && v.size() <= 18 && v.starts_with("0x") &&
          AllOf(v.substr(2), "0123456789abcdefABCDEF");

@@ -164,6 +164,10 @@ Process ProcessOf(const State& st, const Derived& d, const Scope& s, bool commun
                    : p.ofi_seen                          ? "aws-ofi-nccl"
                    : out.net_plugin_state == "not_found" ? "none"
                                                          : "";
+  if (std::string_view v = p.ofi_plugin_name; v.starts_with("aws-ofi-nccl ")) {
+    v.remove_prefix(sizeof("aws-ofi-nccl ") - 1);
+    out.net_plugin_version = std::string(v.substr(0, v.find(' ')));
+  }
   out.network = d.network;
   out.network_family = d.family;
   out.ofi_provider = d.provider;

@@ -84,9 +84,13 @@ struct Process {
   std::string cuda_version;
   std::string net_plugin;        // "aws-ofi-nccl 1.4.0aws", "IBext", "none", "" when unknown
   std::string net_plugin_state;  // "loaded", "not_found", "abi_mismatch", "init_failed", ""
-  std::string network;           // NCCL's net name: "Socket", "IB", "IBext_v8", "AWS Libfabric"
-  std::string network_family;    // "Socket", "IB", "OFI", "other", "" when unknown
-  std::string ofi_provider;      // "efa", "tcp;ofi_rxm", ...
+  // aws-ofi-nccl's version from its own "Initializing aws-ofi-nccl 1.9.1-aws" line ("1.9.1-aws"),
+  // "" when it printed none. Not in `analyze --json` (whose output stays as it was): the stack
+  // (stack.h) carries it.
+  std::string net_plugin_version;
+  std::string network;         // NCCL's net name: "Socket", "IB", "IBext_v8", "AWS Libfabric"
+  std::string network_family;  // "Socket", "IB", "OFI", "other", "" when unknown
+  std::string ofi_provider;    // "efa", "tcp;ofi_rxm", ...
   std::string ofi_fabric;
   int ofi_nics = -1;
   std::string instance_type;  // from aws-ofi-nccl "Running on <type> platform"

@@ -407,6 +407,41 @@ TEST_F(InspectorCollectorTest, JsonProgressIsTheNewestRecordsDumpTime) {
       1);
 }
 
+// Summaries() (efawatch status) says what Collect() exports: the same communicator, its
+// progress time and staleness, and each (collective, size class) with its count and time.
+TEST_F(InspectorCollectorTest, SummariesMatchTheExportedSeries) {
+  fs::copy_file(FixtureFile("job-b-0-pid77.log"), Volume("uid-a") / "b.jsonl");
+  InspectorCollector c(o_, clock_);
+  logs::Tailer t(InspectorTailerOptions(o_, &c), &c, clock_);
+  t.LoadState();
+  Drain(t);
+  const RecordingSink s = Scrape(c);
+  const std::vector<CommSummary> sums = c.Summaries();
+  ASSERT_EQ(sums.size(), 1u);
+  const CommSummary& sum = sums[0];
+  EXPECT_EQ(sum.namespace_name, "train");
+  EXPECT_EQ(sum.pod, "job-a-0");
+  EXPECT_EQ(sum.comm_id, "0xc0ffee00c0ffee");
+  EXPECT_EQ(sum.comm_name, "dp");
+  EXPECT_NEAR(static_cast<double>(sum.last_progress_unix_us) * 1e-6,
+              s.values.at(CommSeries(metrics::M::kNcclInspectorProgressTimestampSeconds, "job-a-0",
+                                     "0xc0ffee00c0ffee", "dp")),
+              1e-3);
+  EXPECT_TRUE(sum.stale);
+  ASSERT_FALSE(sum.ops.empty());
+  for (const OpSummary& op : sum.ops) {
+    const common::Labels labels = {
+        {"namespace", "train"},          {"pod", "job-a-0"},
+        {"comm_id", "0xc0ffee00c0ffee"}, {"comm_name", "dp"},
+        {"collective", op.collective},   {"size_bucket", op.size_bucket}};
+    EXPECT_EQ(
+        static_cast<double>(op.count),
+        s.histograms.at(RecordingSink::Key(metrics::M::kNcclBusbwBytesPerSecond, labels)).count);
+    EXPECT_DOUBLE_EQ(op.exec_seconds,
+                     s.values.at(RecordingSink::Key(metrics::M::kNcclExecSecondsTotal, labels)));
+  }
+}
+
 // What a tenant can write into its volume: a record per byte, a huge sparse file, a flood. Each
 // is read within the tailer's bounds, and a record written after it is still counted.
 TEST_F(InspectorCollectorTest, HostileFilesStayWithinTheReadingBudget) {

@@ -77,6 +77,9 @@ EXPECTED_FIRING = {
     ("EfawatchNcclNetPluginMissing", (("node", NODE), ("workload", "train"))),
     ("EfawatchNcclLoopbackMisuse", (("node", NODE), ("workload", "train"))),
     ("EfawatchNcclGdrDisabled", (("node", NODE), ("workload", "train"))),
+    # fallback-0 (NCCL 2.19), loopback-0 (2.8) and gdr-0 (2.12): one job (their namespace, no
+    # workload series) with three NCCL versions.
+    ("EfawatchNcclJobInconsistent", (("node", NODE), ("workload", "train"))),
     # Per node; `for` is cut to FOR_IN_TEST, so the raised counter is enough here.
     ("EfawatchEfaErrorsRising", (("node", NODE),)),
     ("EfawatchEfaDeviceMissing", (("node", NODE),)),
@@ -128,27 +131,41 @@ def write_pod_logs(root):
     return chatter / "0.log"
 
 
+# Pods that write NCCL Inspector files, and their communicator: efa-0 alone in its job, and the
+# three pods of namespace train in one communicator (a job of three: the straggler panel's
+# ratio has a median to compare with; all alike, so no straggler).
+INSPECTOR_PODS = {"efa-0": "0x5eed5eed5eed5eed", "fallback-0": "0x7ea17ea17ea17ea1",
+                  "loopback-0": "0x7ea17ea17ea17ea1", "gdr-0": "0x7ea17ea17ea17ea1"}
+
+
 def start_inspector_writer(pods_root, kubelet):
-    """efa-0's NCCL Inspector, as the job writes it into an emptyDir: four 256 MiB AllReduce
-    records a second at ~300 GB/s (of the p5.48xlarge's 400 expected: no slow-collectives alert),
-    so the job dashboard's busbw panels have data. Returns the event that stops the writer."""
-    uid = next(d.name.split("_")[2] for d in pods_root.iterdir() if d.name.startswith("train_efa-0_"))
-    path = kubelet / uid / "volumes/kubernetes.io~empty-dir/ray/nccl-inspector/efa-0-pid7.log"
-    path.parent.mkdir(parents=True)
+    """INSPECTOR_PODS' NCCL Inspector, as the job writes it into an emptyDir: four 256 MiB
+    AllReduce records a second at ~300 GB/s (of the p5.48xlarge's 400 expected: no
+    slow-collectives alert), so the job dashboard's Inspector panels have data. Returns the
+    event that stops the writer."""
+    paths = {}
+    for pod in INSPECTOR_PODS:
+        uid = next(d.name.split("_")[2] for d in pods_root.iterdir()
+                   if d.name.startswith(f"train_{pod}_"))
+        path = kubelet / uid / f"volumes/kubernetes.io~empty-dir/ray/nccl-inspector/{pod}-pid7.log"
+        path.parent.mkdir(parents=True)
+        paths[pod] = path
     stop = threading.Event()
 
     def write():
         sn = 0
         while not stop.is_set():
             sn += 1
-            rec = {"header": {"id": "0x5eed5eed5eed5eed", "rank": 0, "n_ranks": 16, "nnodes": 2},
-                   "metadata": {"inspector_output_format_version": "v4.0", "hostname": "efa-0",
-                                "pid": 7, "dump_timestamp_us": int(time.time() * 1e6)},
-                   "coll_perf": {"coll": "AllReduce", "coll_sn": sn, "coll_msg_size_bytes": 256 << 20,
-                                 "coll_exec_time_us": 1670.0, "coll_timing_source": "kernel_gpu",
-                                 "coll_algobw_gbs": 160.7, "coll_busbw_gbs": 301.3}}
-            with open(path, "a") as f:
-                f.write(json.dumps(rec) + "\n")
+            for pod, path in paths.items():
+                rec = {"header": {"id": INSPECTOR_PODS[pod], "rank": 0, "n_ranks": 16, "nnodes": 2},
+                       "metadata": {"inspector_output_format_version": "v4.0", "hostname": pod,
+                                    "pid": 7, "dump_timestamp_us": int(time.time() * 1e6)},
+                       "coll_perf": {"coll": "AllReduce", "coll_sn": sn,
+                                     "coll_msg_size_bytes": 256 << 20, "coll_exec_time_us": 1670.0,
+                                     "coll_timing_source": "kernel_gpu", "coll_algobw_gbs": 160.7,
+                                     "coll_busbw_gbs": 301.3}}
+                with open(path, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
             stop.wait(0.25)
 
     threading.Thread(target=write, daemon=True).start()

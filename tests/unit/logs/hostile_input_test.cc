@@ -276,5 +276,33 @@ TEST(HostileInputTest, LabelValuesFromLogsStayInSmallVocabularies) {
   EXPECT_TRUE(networks.contains("other"));
 }
 
+// The stack's labels (efawatch_nccl_stack_info) come from the same kind of lines: a plugin
+// version, a setting's value, each new on every line, stay in their vocabularies.
+TEST(HostileInputTest, StackLabelValuesStayInSmallVocabularies) {
+  testing::TempDir dir;
+  const LogSource src = SourceIn(dir.path());
+  Fed f;
+  std::set<std::string> plugins, versions, algos;
+  uint64_t n = 0;
+  for (int i = 0; i < 50; ++i) {
+    const std::string who = "host:" + std::to_string(100 + i) + ":1 [0] NCCL INFO ";
+    for (const std::string& l :
+         {who + "NET/OFI Initializing aws-ofi-nccl X" + std::to_string(i) + "\x01!",
+          who + "NET/Plugin: Loaded net plugin Fancy" + std::to_string(i) + " (v8)",
+          who + "NCCL_ALGO set by environment to {" + std::string(40, 'a') + std::to_string(i)}) {
+      f.pods.OnLine(src, ++n, Cri(l));
+    }
+    f.pods.OnPassComplete();
+    const RecordingSink s = Scrape(f.pods);
+    plugins.insert(Label(s, "efawatch_nccl_stack_info", "net_plugin"));
+    versions.insert(Label(s, "efawatch_nccl_stack_info", "net_plugin_version"));
+    algos.insert(Label(s, "efawatch_nccl_stack_info", "nccl_algo"));
+  }
+  EXPECT_LE(plugins.size(), 2u) << *plugins.rbegin();
+  EXPECT_LE(versions.size(), 2u) << *versions.rbegin();
+  EXPECT_LE(algos.size(), 2u) << *algos.rbegin();
+  EXPECT_TRUE(algos.contains("other"));
+}
+
 }  // namespace
 }  // namespace efawatch::logs

@@ -297,6 +297,51 @@ uint64_t Lines(const std::string& block) {
   return static_cast<uint64_t>(std::count(block.begin(), block.end(), '\n'));
 }
 
+// A container's stack (efawatch_nccl_stack_info): what its run's lines showed; none for a
+// container whose lines show none of it.
+TEST(PodAnalysisTest, StackSeriesNamesWhatTheLogShowed) {
+  Fed f;
+  const LogSource src = Source();
+  uint64_t n = 0;
+  for (const char* l : {"h:1:1 [0] NCCL INFO NCCL version 2.27.5+cuda12.9",
+                        "h:1:1 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.14.0",
+                        "h:1:1 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa",
+                        "h:1:1 [0] NCCL INFO NCCL_PROTO set by environment to simple",
+                        "h:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608"}) {
+    f.pods.OnLine(src, ++n, Cri(l));
+  }
+  f.pods.OnPassComplete();
+  RecordingSink s = Scrape(f.pods);
+  ASSERT_EQ(s.samples["efawatch_nccl_stack_info"].size(), 1u);
+  const common::Labels& l = s.samples["efawatch_nccl_stack_info"][0].first;
+  EXPECT_EQ(Label(l, "pod"), "w-0");
+  EXPECT_EQ(Label(l, "nccl_version"), "2.27.5");
+  EXPECT_EQ(Label(l, "net_plugin"), "aws-ofi-nccl");
+  EXPECT_EQ(Label(l, "net_plugin_version"), "1.14.0");
+  EXPECT_EQ(Label(l, "ofi_provider"), "efa");
+  EXPECT_EQ(Label(l, "nccl_proto"), "simple");
+  EXPECT_EQ(Label(l, "nccl_algo"), "");
+  EXPECT_EQ(Label(l, "fi_efa_use_device_rdma"), "");
+  EXPECT_EQ(Label(l, "settings_fingerprint").size(), 8u);
+
+  // An agent restarted after the start lines keeps the stack from its checkpoint, and reading
+  // the run's later lines does not lose it.
+  Fed r;
+  r.pods.Restore(f.pods.Checkpoint());
+  r.pods.OnLine(src, ++n, Cri("h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000"));
+  r.pods.OnPassComplete();
+  ASSERT_EQ(r.pods.Verdicts().size(), 1u);
+  EXPECT_EQ(r.pods.Verdicts()[0].stack, f.pods.Verdicts()[0].stack);
+  EXPECT_EQ(Scrape(r.pods).samples["efawatch_nccl_stack_info"].size(), 1u);
+
+  Fed g;
+  g.pods.OnLine(src, 1, Cri("h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000"));
+  g.pods.OnPassComplete();
+  s = Scrape(g.pods);
+  EXPECT_FALSE(s.samples["efawatch_nccl_info"].empty());
+  EXPECT_TRUE(s.samples["efawatch_nccl_stack_info"].empty());
+}
+
 TEST(PodAnalysisTest, CommunicatorFloodStaysUnderThePodCap) {
   const LogSource src = Source();
   Fed f;

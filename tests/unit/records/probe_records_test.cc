@@ -65,9 +65,11 @@ TEST(ProbeRecordsTest, FieldCountsMatchTheCodec) {
   // endpoint, peer: the caller's; background: the mesh's own
   EXPECT_EQ(testing::FieldCount<fabric::PingOptions>(), 8u);
   EXPECT_EQ(testing::FieldCount<fabric::BandwidthOptions>(), 9u);  // also stall_timeout
-  EXPECT_EQ(testing::FieldCount<common::NodeHealth>(), 9u);
+  EXPECT_EQ(testing::FieldCount<common::NodeHealth>(), 10u);
+  EXPECT_EQ(testing::FieldCount<inspector::CommSummary>(), 7u);
+  EXPECT_EQ(testing::FieldCount<inspector::OpSummary>(), 4u);
   EXPECT_EQ(testing::FieldCount<common::CollectorState>(), 5u);
-  EXPECT_EQ(testing::FieldCount<common::PodVerdict>(), 8u);
+  EXPECT_EQ(testing::FieldCount<common::PodVerdict>(), 9u);
 }
 
 TEST(ProbeRecordsTest, PingResultCrossesWithEveryCarriedField) {
@@ -180,7 +182,33 @@ TEST(ProbeRecordsTest, NodeHealthCrossesWithEveryField) {
   pod.workload = "ft";
   pod.source = "volume";
   pod.files = 3;
-  h.pods = {pod};
+  pod.stack.nccl_version = "2.27.5";
+  pod.stack.net_plugin = "aws-ofi-nccl";
+  pod.stack.net_plugin_version = "1.14.0";
+  pod.stack.ofi_provider = "efa";
+  pod.stack.gdr = "on";
+  pod.stack.settings = {{"FI_EFA_FORK_SAFE", "1"}, {"NCCL_PROTO", "simple"}};
+  common::PodVerdict bare = pod;
+  bare.pod = "bare-0";
+  bare.stack = {};
+  h.pods = {pod, bare};
+  h.inspector = {{.namespace_name = "ml",
+                  .pod = "trainer-0",
+                  .comm_id = "0xabc",
+                  .comm_name = "unknown",
+                  .last_progress_unix_us = 1'765'000'000'123'456,
+                  .stale = true,
+                  .ops = {{.collective = "AllReduce",
+                           .size_bucket = "256MiB",
+                           .count = 40,
+                           .exec_seconds = 0.8}}},
+                 {.namespace_name = "ml",
+                  .pod = "trainer-0",
+                  .comm_id = "",
+                  .comm_name = "tp",
+                  .last_progress_unix_us = 0,
+                  .stale = false,
+                  .ops = {}}};
   v1::NodeHealth p;
   rpc::ToProto(h, &p);
   const common::NodeHealth back = rpc::FromProto(p);
@@ -201,7 +229,10 @@ TEST(ProbeRecordsTest, NodeHealthCrossesWithEveryField) {
   EXPECT_EQ(back.findings[0].last_seen, t0 + 1s);
   EXPECT_EQ(back.fabric_provider, h.fabric_provider);
   EXPECT_EQ(back.efa_devices, h.efa_devices);
-  ASSERT_EQ(back.pods.size(), 1u);
+  EXPECT_EQ(back.inspector, h.inspector);
+  ASSERT_EQ(back.pods.size(), 2u);
+  EXPECT_EQ(back.pods[0].stack, pod.stack);
+  EXPECT_FALSE(back.pods[1].stack.Known()) << "a stack the log did not show stays absent";
   EXPECT_EQ(back.pods[0].namespace_name, "ml");
   EXPECT_EQ(back.pods[0].pod, "trainer-0");
   EXPECT_EQ(back.pods[0].container, "worker");

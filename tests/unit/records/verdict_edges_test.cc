@@ -123,7 +123,8 @@ TEST(VerdictRecordTest, PodAndCollectiveMessagesEmbedTheWholeVerdict) {
                     .workload_kind = "RayCluster",
                     .workload = "train",
                     .source = "pod_volume",
-                    .files = 3});
+                    .files = 3,
+                    .stack = {}});
   v1::NodeHealth hp;
   rpc::ToProto(h, &hp);
   ASSERT_EQ(rpc::FromProto(hp).pods.size(), 1u);

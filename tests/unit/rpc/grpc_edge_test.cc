@@ -158,7 +158,8 @@ TEST_F(GrpcEdgeTest, RendersTheHandlersRecords) {
                                   .workload_kind = "RayCluster",
                                   .workload = "ft",
                                   .source = "pod_volume",
-                                  .files = 2});
+                                  .files = 2,
+                                  .stack = {}});
   handler_.health.pods[0].nccl.tcp_certain = true;
   handler_.health.pods[0].nccl.nodes_evidence = nccl::NodesEvidence::kProvenMulti;
   Start();
