@@ -98,11 +98,11 @@ Check Overrides(const SettingsEnv& env, const SettingsContext& /*context*/) {
 
 const std::vector<SettingsRule>& SettingsRules() {
   static const std::vector<SettingsRule> rules = {
-      {"settings.nccl_socket_ifname", true, &SocketIfname},
-      {"settings.nccl_net", true, &ForcedTcp},
-      {"settings.fi_provider", true, &FiProvider},
-      {"settings.nccl_debug", true, &NcclDebug},
-      {"settings.nccl_overrides", false, &Overrides},
+      {"settings.nccl_socket_ifname", true, {"NCCL_SOCKET_IFNAME"}, &SocketIfname},
+      {"settings.nccl_net", true, {"NCCL_IB_DISABLE", "NCCL_NET"}, &ForcedTcp},
+      {"settings.fi_provider", true, {"FI_PROVIDER"}, &FiProvider},
+      {"settings.nccl_debug", true, {"NCCL_DEBUG"}, &NcclDebug},
+      {"settings.nccl_overrides", false, {"NCCL_PROTO", "NCCL_ALGO"}, &Overrides},
   };
   return rules;
 }

@@ -30,6 +30,9 @@ struct SettingsRule {
   /// The webhook applies the row too. Rows about tuning rather than the fabric (protocol
   /// overrides) stay doctor's only: a pod should not be refused for them.
   bool admission = false;
+  /// The variables the row reads: the webhook leaves a row out for a container that sets one of
+  /// them from a ConfigMap or Secret (valueFrom), whose value it cannot see.
+  std::vector<std::string_view> variables;
   Check (*judge)(const SettingsEnv& env, const SettingsContext& context);
 };
 
