@@ -245,16 +245,23 @@ struct HttpServer::Callbacks {
     const Api& api = *self->api_;
     const size_t bound = self->options_.max_body_bytes;
     if (*req_cls == nullptr) {
-      // Headers only: a declared length over the bound is refused before a byte is read.
+      // Headers only. A declared length over the bound is refused; the body is read and
+      // dropped first when it is not absurdly long, because a client still sending when the
+      // answer comes and the connection closes may see a reset instead of the 413 (the API
+      // server would then report a failed call rather than a refused one).
       const char* length =
           api.lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
       uint64_t declared = 0;
-      if (length != nullptr && absl::SimpleAtoi(length, &declared) && declared > bound) {
+      const bool over =
+          length != nullptr && absl::SimpleAtoi(length, &declared) && declared > bound;
+      if (over && declared > 16 * uint64_t{bound}) {
         self->counters_.too_large.fetch_add(1, std::memory_order_relaxed);
         return Queue(api, connection,
                      HttpResponse::Text(kContentTooLarge, "request body too large\n"));
       }
-      *req_cls = new Upload();
+      auto* upload = new Upload();
+      upload->too_large = over;
+      *req_cls = upload;
       return MHD_YES;
     }
     auto* upload = static_cast<Upload*>(*req_cls);

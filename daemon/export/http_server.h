@@ -76,9 +76,9 @@ struct HttpServerOptions {
   // only bound concurrent handlers: four, so /healthz answers while two scrapes run.
   unsigned threads = 4;
   // Paths answered on POST (and only POST), with the request's body; every other path answers
-  // GET and HEAD. A body over max_body_bytes gets 413 without reaching the handler: at once
-  // when Content-Length says so, else once the body ends (the rest is read and dropped, so
-  // memory stays bounded either way).
+  // GET and HEAD. A body over max_body_bytes gets 413 without reaching the handler, once the
+  // body has been read and dropped (memory stays bounded), or at once when Content-Length
+  // announces more than 16 times the bound.
   std::set<std::string> post_paths;
   size_t max_body_bytes = 64 * 1024;
 };
