@@ -116,14 +116,17 @@ int main(int argc, char** argv) {
   o.cert_file = flags.tls_cert;
   o.key_file = flags.tls_key;
   o.threads = flags.threads;
-  o.post_paths = {"/validate-pods"};
+  o.post_paths = {admission::Webhook::kPath, admission::Webhook::kEnforcePath};
   o.max_body_bytes = flags.max_body_bytes;
   // The API servers are the only clients (the NetworkPolicy admits nobody else), and one of
   // them may hold many connections: no per-peer bound below the total.
   o.limits.per_peer = o.limits.total;
   common::Collector* cert_collector = certs->get();
   auto server = exporter::HttpServer::Create(
-      o, {{"/validate-pods", [&](const exporter::HttpRequest& r) { return webhook.Handle(r); }},
+      o, {{admission::Webhook::kPath,
+           [&](const exporter::HttpRequest& r) { return webhook.Handle(r); }},
+          {admission::Webhook::kEnforcePath,
+           [&](const exporter::HttpRequest& r) { return webhook.Handle(r); }},
           {"/healthz", ok},
           {"/readyz", ok},
           {"/metrics", [&](const exporter::HttpRequest&) {

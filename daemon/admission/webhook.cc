@@ -8,10 +8,7 @@ namespace efawatch::admission {
 
 exporter::HttpResponse Webhook::Handle(const exporter::HttpRequest& request) {
   Policy policy = policy_;
-  if (const auto it = request.query.find("enforce");
-      it != request.query.end() && (it->second == "1" || it->second == "true")) {
-    policy.enforce = true;
-  }
+  if (request.path == kEnforcePath) policy.enforce = true;
   auto decision = Review(request.body, policy);
   if (!decision.ok()) {
     malformed_.fetch_add(1, std::memory_order_relaxed);

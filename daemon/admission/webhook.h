@@ -15,14 +15,18 @@
 namespace efawatch::admission {
 
 /// The webhook's HTTP handler: POST /validate-pods takes an AdmissionReview v1 and answers one
-/// (lib/admission decides); `?enforce=1` (the second webhook entry, for namespaces labelled
-/// efawatch.io/enforce=true) turns warnings into denials as --enforce does for all. A body that
-/// is not an AdmissionReview gets 400. Counts every answer for /metrics (Collect), and reads
-/// the edge's 413 count when given the server's counters. Thread-safe: the server calls Handle
-/// from several threads at once.
+/// (lib/admission decides); POST /validate-pods-enforce (the second webhook entry, for
+/// namespaces labelled efawatch.io/enforce=true) turns warnings into denials as --enforce does
+/// for all. A path, not a query: the API server accepts no query string in a webhook's service
+/// path. A body that is not an AdmissionReview gets 400. Counts every answer for /metrics
+/// (Collect), and reads the edge's 413 count when given the server's counters. Thread-safe: the
+/// server calls Handle from several threads at once.
 class Webhook final : public common::Collector {
  public:
   explicit Webhook(Policy policy) : policy_(std::move(policy)) {}
+
+  static constexpr char kPath[] = "/validate-pods";
+  static constexpr char kEnforcePath[] = "/validate-pods-enforce";
 
   exporter::HttpResponse Handle(const exporter::HttpRequest& request);
   /// The server whose 413s to report (set once it exists; it outlives the scrapes).

@@ -81,7 +81,6 @@ struct HttpServer::Api {
   decltype(&MHD_get_daemon_info) get_daemon_info = nullptr;
   decltype(&MHD_get_connection_info) get_connection_info = nullptr;
   decltype(&MHD_lookup_connection_value) lookup_connection_value = nullptr;
-  decltype(&MHD_get_connection_values) get_connection_values = nullptr;
   decltype(&MHD_create_response_from_buffer) create_response_from_buffer = nullptr;
   decltype(&MHD_add_response_header) add_response_header = nullptr;
   decltype(&MHD_queue_response) queue_response = nullptr;
@@ -109,7 +108,6 @@ struct HttpServer::Api {
              mhd->Bind("MHD_get_daemon_info", &a.get_daemon_info),
              mhd->Bind("MHD_get_connection_info", &a.get_connection_info),
              mhd->Bind("MHD_lookup_connection_value", &a.lookup_connection_value),
-             mhd->Bind("MHD_get_connection_values", &a.get_connection_values),
              mhd->Bind("MHD_create_response_from_buffer", &a.create_response_from_buffer),
              mhd->Bind("MHD_add_response_header", &a.add_response_header),
              mhd->Bind("MHD_queue_response", &a.queue_response),
@@ -230,13 +228,6 @@ struct HttpServer::Callbacks {
   };
   static int headers_seen;  // only its address is used, as the marker of a GET's first call
 
-  static MHD_Result CollectQuery(void* cls, MHD_ValueKind /*kind*/, const char* key,
-                                 const char* value) {
-    if (key != nullptr)
-      (*static_cast<std::map<std::string, std::string>*>(cls))[key] = value == nullptr ? "" : value;
-    return MHD_YES;
-  }
-
   // A POST on a post path: the body is gathered up to the bound, then the handler runs.
   // Returns nullopt while the body is still arriving.
   static std::optional<MHD_Result> Post(HttpServer* self, MHD_Connection* connection,
@@ -324,7 +315,6 @@ struct HttpServer::Callbacks {
     }
     req.method = std::string(m);
     req.path = url;
-    api.get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &CollectQuery, &req.query);
     const char* auth =
         api.lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (auth != nullptr) req.authorization = auth;

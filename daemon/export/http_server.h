@@ -33,11 +33,10 @@ enum class ClientCert {
 };
 
 struct HttpRequest {
-  std::string method;                        // GET, HEAD, or POST on a post path
-  std::string path;                          // without the query string
-  std::map<std::string, std::string> query;  // the query string's arguments, decoded
-  std::string body;                          // a POST's body (at most max_body_bytes)
-  std::string authorization;                 // the Authorization header, empty when absent
+  std::string method;         // GET, HEAD, or POST on a post path
+  std::string path;           // without the query string
+  std::string body;           // a POST's body (at most max_body_bytes)
+  std::string authorization;  // the Authorization header, empty when absent
   ClientCert client_cert = ClientCert::kNone;
   std::string client_cert_problem;  // kUntrusted: why, in GnuTLS's words (for the log)
 };

@@ -21,7 +21,7 @@ inline constexpr char kEfaResource[] = "vpc.amazonaws.com/efa";
 /// A pod annotation that skips the rules; its value is the reason, and must not be empty.
 inline constexpr char kOptOutAnnotation[] = "efawatch.io/admission-opt-out";
 /// The namespace label under which findings deny (the webhook sees it through the second
-/// webhook entry's namespaceSelector, which calls /validate-pods?enforce=1: docs/admission.md).
+/// webhook entry's namespaceSelector, which calls /validate-pods-enforce: docs/admission.md).
 inline constexpr char kEnforceLabel[] = "efawatch.io/enforce";
 /// The API server keeps warnings short: longer ones may be truncated (Kubernetes documents 256
 /// characters as the point past which it may cut). Ours are cut here, the fix kept first.

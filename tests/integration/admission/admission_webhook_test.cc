@@ -199,8 +199,8 @@ TEST_F(AdmissionWebhookTest, EachRuleWarnsAndUnderEnforceDenies) {
     EXPECT_EQ(denied["allowed"], false) << rule;
     EXPECT_EQ(denied["status"]["code"], 403) << rule;
     EXPECT_THAT(denied["status"]["message"].get<std::string>(), HasSubstr(rule));
-    // The namespace label's webhook entry calls ?enforce=1 on the same server.
-    EXPECT_EQ(Review(warn_->port(), pod, "/validate-pods?enforce=1")["allowed"], false) << rule;
+    // The namespace label's webhook entry calls /validate-pods-enforce on the same server.
+    EXPECT_EQ(Review(warn_->port(), pod, "/validate-pods-enforce")["allowed"], false) << rule;
   }
 }
 
