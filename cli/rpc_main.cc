@@ -89,10 +89,10 @@ void AddVersionCommand(CLI::App& app) {
 
 void AddNodeConditionsCommand(CLI::App& app, efawatch::cli::NodeConditionsArgs& args,
                               int& exit_code) {
-  auto* cmd = app.add_subcommand(
-      "node-conditions",
-      "List the nodes carrying the agent's NodeConditions (EfaHealthy, FabricReachable); "
-      "--clear removes them (uninstall, docs/deploy.md)");
+  auto* cmd = app.add_subcommand("node-conditions",
+                                 "List the nodes carrying the agent's NodeConditions (EfaHealthy, "
+                                 "FabricReachable, FabricReady); "
+                                 "--clear removes them (uninstall, docs/deploy.md)");
   cmd->add_flag("--clear", args.clear, "Remove them (a strategic merge patch of nodes/status)");
   cmd->add_option("--node", args.node, "Only this node (default: every node)");
   cmd->add_option("--api-server", args.api.api_server,
