@@ -16,6 +16,7 @@
 #include "daemon/agent/coordination.h"
 #include "daemon/agent/operations.h"
 #include "daemon/agent/probe_runner.h"
+#include "daemon/agent/self_ping.h"
 #include "daemon/agent/target_policy.h"
 #include "daemon/doctor/doctor_runner.h"
 #include "daemon/efa/efa_monitor.h"
@@ -28,6 +29,7 @@
 #include "daemon/rpc/grpc_edge.h"
 #include "daemon/rpc/limits_collector.h"
 #include "daemon/rpc/peer_client.h"
+#include "daemon/signals/fabric_ready.h"
 #include "daemon/signals/kube_signals.h"
 #include "daemon/tls/cert_watcher.h"
 #include "daemon/workloads/workloads.h"
@@ -223,6 +225,7 @@ absl::Status App::Start() {
   if (mesh_) mesh_->Start();
   if (collective_schedule_) collective_schedule_->Start();
   if (workloads_) workloads_->Start();
+  if (self_ping_) self_ping_->Start();
   if (signals_) signals_->Start();
   doctor_->Start();
   if (auto st = inspector_tailer_->Start(); !st.ok()) return st;
@@ -361,6 +364,8 @@ fabric::EndpointOptions App::CreateFabric() {
     spdlog::info("fabric responder: off (--fabric-responder=false); probes still run");
   }
   PublishFabricFindings();
+  // FabricReady's proof that the fabric carries messages: a ping of our own responder.
+  self_ping_ = std::make_unique<agent::SelfPing>(*fabric_, std::chrono::minutes(1));
   return fopts.endpoint;
 }
 
@@ -712,6 +717,15 @@ signals::Observation App::ObserveSignals() const {
                  common::FindingKind::kEfaDevicesMissing},
                 "EfaDevicesHealthy", "efawatch sees no EFA device fault");
   if ((efa_ && efa_->efa_devices() > 0) || !efa.ok) out.conditions.push_back(efa);
+  // FabricReady (a NodeReadinessRule's gate, docs/node-readiness.md) where EFA is or should be.
+  signals::FabricReadyInputs ready;
+  if (const auto report = doctor_ ? doctor_->Latest() : nullptr) ready.doctor = report->node;
+  ready.efa_devices = efa_ ? efa_->efa_devices() : 0;
+  ready.efa_expected = common::ExpectedEfaDevices(common::InstanceTypeFromDmi(config_.paths.sysfs));
+  if (self_ping_) ready.self_ping = self_ping_->Latest();
+  if (ready.efa_devices > 0 || ready.efa_expected > 0) {
+    out.conditions.push_back(signals::FabricReadyCondition(ready));
+  }
   if (mesh_) {
     out.conditions.push_back(condition(kube::kFabricReachable,
                                        {common::FindingKind::kMeshSelfSuspect}, "MeshPeersAnswer",
@@ -744,6 +758,8 @@ void App::Stop() {
   if (workloads_) workloads_->Stop();
   // Its request in flight is cancelled; Events not yet posted are posted by the next agent.
   if (signals_) signals_->Stop();
+  // Its ping in flight ends with the fabric service's Stop below; the thread stops here.
+  if (self_ping_) self_ping_->Stop();
   // A doctor run in progress finishes (a few file reads); waiting RunDoctor calls get UNAVAILABLE.
   if (doctor_) doctor_->Stop();
   // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once, so

@@ -41,6 +41,7 @@ class MeshCollector;
 }  // namespace mesh
 namespace agent {
 class ProbeRunner;
+class SelfPing;
 class Coordination;
 class CollectiveSchedule;
 class ClockWaiter;
@@ -160,7 +161,8 @@ class App final {
   std::unique_ptr<mesh::MeshCollector> mesh_collector_;
   std::unique_ptr<workloads::WorkloadWatcher> workloads_;  // Null when workload identity is off.
   std::unique_ptr<doctor::DoctorRunner> doctor_;
-  std::unique_ptr<signals::KubeSignals> signals_;           // Null when Kubernetes signals are off.
+  std::unique_ptr<agent::SelfPing> self_ping_;     // Null without a fabric service (FabricReady).
+  std::unique_ptr<signals::KubeSignals> signals_;  // Null when Kubernetes signals are off.
   std::unique_ptr<rpc::LimitsCollector> limits_collector_;  // Reads grpc_'s counters.
   std::unique_ptr<tls::CertificateWatcher> certs_;          // Null without TLS files.
   std::unique_ptr<exporter::PrometheusEdge> metrics_;
