@@ -631,6 +631,10 @@ const std::vector<DebugOnlyGroup>& DebugOnlyMetrics() {
       {"Doctor FAILs over a pod's NCCL processes (hostPID only): `efawatch doctor --agent` shows "
        "them; the node's own FAILs are alerted (EfawatchDoctorFailing).",
        {"efawatch_doctor_pod_failures"}},
+      {"The admission webhook's counts (`efawatch admission`, on its own /metrics, not the "
+       "agent's): what it warned about, denied and refused; docs/admission.md.",
+       {"efawatch_admission_bad_requests_total", "efawatch_admission_findings_total",
+        "efawatch_admission_reviews_total"}},
   };
   return groups;
 }
