@@ -365,7 +365,10 @@ fabric::EndpointOptions App::CreateFabric() {
   }
   PublishFabricFindings();
   // FabricReady's proof that the fabric carries messages: a ping of our own responder.
-  self_ping_ = std::make_unique<agent::SelfPing>(*fabric_, std::chrono::minutes(1));
+  const fabric::Responder* responder = fabric_->responder();
+  self_ping_ = std::make_unique<agent::SelfPing>(fopts.endpoint,
+                                                 responder != nullptr ? responder->address() : "",
+                                                 std::chrono::minutes(1), clock_);
   return fopts.endpoint;
 }
 

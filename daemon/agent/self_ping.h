@@ -3,25 +3,30 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <memory>
 #include <mutex>
 #include <stop_token>
+#include <string>
 #include <thread>
 
 #include "daemon/signals/fabric_ready.h"
-#include "probes/fabric/fabric_service.h"
+#include "lib/common/clock.h"
+#include "probes/fabric/endpoint.h"
 
 namespace efawatch::agent {
 
-/// Pings this agent's own fabric responder through its own fabric endpoint, at start and every
-/// `interval`: the proof FabricReady asks for that the node's fabric (provider, device, driver)
-/// carries messages. A few small messages as a background probe, so the cost is a mesh ping's.
-/// The result also shows among the fabric probe's per-peer results, as the node's own address.
-/// Thread-safe: Latest() from any thread; Start() and Stop() from the owner's. The fabric
-/// service must outlive this object (Stop() waits for the probe in flight to report).
+/// Pings this agent's own fabric responder through its own fabric (a fresh endpoint of the
+/// responder's providers and interface), at start and every `interval`: the proof FabricReady
+/// asks for that the node's fabric (provider, device, driver) carries messages. Ten small
+/// messages as a background probe, a mesh ping's cost. Run directly, not through the fabric
+/// service, so the node's own address never shows among the per-peer probe results.
+/// Thread-safe: Latest() from any thread; Start() and Stop() from the owner's. Stop() cancels a
+/// ping in flight and returns within a poll.
 class SelfPing {
  public:
-  SelfPing(fabric::FabricService& fabric, std::chrono::milliseconds interval);
+  /// `responder_address`: the responder's raw fabric address; empty when no responder runs
+  /// (Latest() then says kNoResponder for good).
+  SelfPing(fabric::EndpointOptions endpoint, std::string responder_address,
+           std::chrono::milliseconds interval, const common::Clock& clock);
   ~SelfPing();
   SelfPing(const SelfPing&) = delete;
   SelfPing& operator=(const SelfPing&) = delete;
@@ -31,19 +36,15 @@ class SelfPing {
   signals::SelfPingState Latest() const;
 
  private:
-  // What the probe's callback writes; shared with it so a late report never touches a gone
-  // object.
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable_any done_cv;
-    signals::SelfPingState state{signals::SelfPingState::Outcome::kPending, ""};
-    uint64_t reports = 0;
-  };
   void Run(const std::stop_token& stop);
 
-  fabric::FabricService& fabric_;
+  const fabric::EndpointOptions endpoint_;
+  const std::string address_;
   const std::chrono::milliseconds interval_;
-  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+  const common::Clock& clock_;
+  mutable std::mutex mu_;
+  signals::SelfPingState state_;  // guarded by mu_
+  std::condition_variable_any wake_;
   std::jthread thread_;
 };
 
