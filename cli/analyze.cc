@@ -21,7 +21,6 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "cli/mapped_file.h"
 #include "lib/nccl/analyzer.h"
 #include "lib/nccl/report_json.h"
 
@@ -93,68 +92,63 @@ int64_t ReadFd(int fd, char* dst, size_t n, std::string* error) {
   }
 }
 
-// Feeds the lines of `data` (a mapped file or one part of it, starting at a line) to
-// `analyzer`, numbering from 1, in blocks of whole lines of about kChunk bytes straight from
-// the mapping; returns the number of lines. Lines are fed as StreamLines feeds them: one
-// longer than kChunk as its first kChunk bytes, a last one without a newline as it is. Stops
-// early when the file shrank under the mapping (the caller reports it).
-uint64_t FeedMapped(std::string_view data, std::string_view source, const MappedFile& file,
-                    nccl::Analyzer* analyzer) {
-  uint64_t line_no = 0;
-  size_t start = 0;
-  while (start < data.size() && !file.shrank()) {
-    const std::string_view window = data.substr(start, kChunk);
-    const size_t last = window.rfind('\n');
-    if (last != std::string_view::npos) {
-      line_no += analyzer->FeedLines(source, line_no + 1, window.substr(0, last + 1));
-      start += last + 1;
-      continue;
+// Where the line after byte `from` starts (the byte after the first newline at or after it),
+// or `size` when none does.
+uint64_t NextLineStart(int fd, uint64_t from, uint64_t size) {
+  char buf[4096];
+  while (from < size) {
+    const ssize_t r =
+        pread(fd, buf, static_cast<size_t>(std::min<uint64_t>(sizeof(buf), size - from)),
+              static_cast<off_t>(from));
+    if (r <= 0) return size;
+    if (const void* nl = memchr(buf, '\n', static_cast<size_t>(r)); nl != nullptr) {
+      return from + static_cast<uint64_t>(static_cast<const char*>(nl) - buf) + 1;
     }
-    analyzer->Feed(source, ++line_no, window);
-    const size_t after = start + window.size();
-    const void* nl = memchr(data.data() + after, '\n', data.size() - after);
-    if (nl == nullptr) break;
-    start = static_cast<size_t>(static_cast<const char*>(nl) - data.data()) + 1;
+    from += static_cast<uint64_t>(r);
   }
-  return line_no;
+  return size;
 }
 
-// A mapped file is cut at line starts into `parts` ranges; each range is fed by its own thread
-// into its own Analyzer and the results are merged in order (Analyzer::Merge, tested to give the
-// same report as one pass). The first range goes into `analyzer` itself.
-absl::Status FeedMappedFile(const MappedFile& file, unsigned parts, std::string_view source,
-                            nccl::Analyzer* analyzer) {
-  const std::string_view data = file.data();
-  std::vector<std::string_view> ranges;
-  size_t begin = 0;
-  for (unsigned i = 1; i < parts && begin < data.size(); ++i) {
-    const size_t from = std::max(begin, static_cast<size_t>(data.size() * uint64_t{i} / parts));
-    const void* nl = memchr(data.data() + from, '\n', data.size() - from);
-    const size_t cut = nl == nullptr
-                           ? data.size()
-                           : static_cast<size_t>(static_cast<const char*>(nl) - data.data()) + 1;
-    if (cut > begin) ranges.push_back(data.substr(begin, cut - begin));
+// A regular file of `size` bytes is cut at line starts into `parts` ranges; each range is read
+// with pread() into its own reused buffer and fed by its own thread into its own Analyzer, and
+// the results are merged in order (Analyzer::Merge, tested to give the same report as one
+// pass). The first range goes into `analyzer` itself. Read, not mapped: on the 2-vCPU machines
+// this is measured on, touching a mapped file's page-cache pages cost three to five times a
+// read() of the same bytes into a buffer that stays in the core's cache (a memchr over a
+// mapped 200 MB log: 0.09 s; read() and memchr: 0.03 s; grep reads too).
+absl::Status FeedFileParts(int fd, uint64_t size, unsigned parts, std::string_view source,
+                           nccl::Analyzer* analyzer) {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  uint64_t begin = 0;
+  for (unsigned i = 1; i < parts && begin < size; ++i) {
+    const uint64_t cut = NextLineStart(fd, std::max(begin, size * i / parts), size);
+    if (cut > begin) ranges.emplace_back(begin, cut);
     begin = cut;
   }
-  if (begin < data.size() || ranges.empty()) ranges.push_back(data.substr(begin));
+  if (begin < size || ranges.empty()) ranges.emplace_back(begin, size);
   std::vector<std::unique_ptr<nccl::Analyzer>> later;
-  std::vector<uint64_t> counts(ranges.size(), 0);
+  std::vector<absl::StatusOr<uint64_t>> counts(ranges.size(), uint64_t{0});
+  auto feed = [&](size_t i, nccl::Analyzer* a) {
+    uint64_t offset = ranges[i].first;
+    counts[i] = StreamLines(
+        [&](char* dst, size_t n, std::string* error) {
+          return internal::PreadRange(fd, &offset, ranges[i].second, dst, n, error);
+        },
+        source, a);
+  };
   {
     std::vector<std::jthread> threads;
     for (size_t i = 1; i < ranges.size(); ++i) {
       later.push_back(std::make_unique<nccl::Analyzer>(analyzer->options()));
-      threads.emplace_back(
-          [&, i, a = later.back().get()] { counts[i] = FeedMapped(ranges[i], source, file, a); });
+      threads.emplace_back([&, i, a = later.back().get()] { feed(i, a); });
     }
-    counts[0] = FeedMapped(ranges[0], source, file, analyzer);
+    feed(0, analyzer);
   }  // joins
-  if (file.shrank()) {
-    return absl::DataLossError(std::string(source) + ": the file shrank while it was read");
-  }
-  uint64_t offset = counts[0];
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    analyzer->Merge(std::move(*later[i - 1]), offset);
-    offset += counts[i];
+  uint64_t offset = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (!counts[i].ok()) return counts[i].status();
+    if (i > 0) analyzer->Merge(std::move(*later[i - 1]), offset);
+    offset += *counts[i];
   }
   return absl::OkStatus();
 }
@@ -173,8 +167,8 @@ unsigned Parts(uint64_t bytes, unsigned threads) {
 }
 
 // Reads `path` (or stdin for "-") and feeds it line by line. gzip files (by their magic
-// bytes) and pipes go through zlib; other regular files are mapped (cli/mapped_file.h), and
-// large ones fed in parallel parts.
+// bytes) and pipes go through zlib; other regular files are read with pread(), large ones in
+// parallel parts.
 absl::Status FeedFile(const std::string& path, unsigned threads, nccl::Analyzer* analyzer) {
   int fd = path == "-" ? dup(STDIN_FILENO) : open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -190,12 +184,9 @@ absl::Status FeedFile(const std::string& path, unsigned threads, nccl::Analyzer*
   bool gzip = !seekable || pread(fd, magic, 2, 0) != 2 || (magic[0] == 0x1f && magic[1] == 0x8b);
   if (!gzip && regular && st.st_size > 0) {
     const auto size = static_cast<uint64_t>(st.st_size);
-    absl::StatusOr<std::unique_ptr<MappedFile>> mapped = MappedFile::Map(fd, size);
-    if (mapped.ok()) {
-      close(fd);
-      return FeedMappedFile(**mapped, Parts(size, threads), source, analyzer);
-    }
-    // Not mappable: read below, on one thread.
+    absl::Status fed = FeedFileParts(fd, size, Parts(size, threads), source, analyzer);
+    close(fd);
+    return fed;
   }
   absl::StatusOr<uint64_t> lines;
   if (gzip) {
@@ -276,10 +267,37 @@ void PrintText(const nccl::Report& r, std::ostream& out) {
 
 }  // namespace
 
+namespace internal {
+
+int64_t PreadRange(int fd, uint64_t* offset, uint64_t end, char* dst, size_t n,
+                   std::string* error) {
+  const size_t want = static_cast<size_t>(std::min<uint64_t>(n, end - *offset));
+  if (want == 0) return 0;
+  for (;;) {
+    const ssize_t r = pread(fd, dst, want, static_cast<off_t>(*offset));
+    if (r > 0) {
+      *offset += static_cast<uint64_t>(r);
+      return r;
+    }
+    if (r == 0) {
+      *error = "the file shrank while it was read";
+      return -1;
+    }
+    if (errno != EINTR) {
+      *error = std::strerror(errno);
+      return -1;
+    }
+  }
+}
+
+}  // namespace internal
+
 void ReexecWithHugePageHeap(char** argv) {
-  // The second start costs ~12 ms (a fifth of a 100 MB file's analysis); measured on a 400 MB
-  // log the huge pages save 0-5 %, so only inputs this large pay for it.
-  constexpr uint64_t kMinInputBytes = uint64_t{512} << 20;
+  // The second start costs ~12 ms. What the huge pages save is the page faults of a growing
+  // heap, which cost more on a virtual machine: 0-5 % on a 400 MB log where first measured, a
+  // drop from 0.10 s to 0.04 s of system time on a 56 MB all-NCCL log (41 MB of heap) on the
+  // 2-vCPU machines of #45. From 64 MiB of input on, they pay for the second start.
+  constexpr uint64_t kMinInputBytes = uint64_t{64} << 20;
   uint64_t input_bytes = 0;
   for (char** a = argv + 1; *a != nullptr; ++a) {
     struct stat st {};

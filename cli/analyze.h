@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -37,5 +38,12 @@ inline constexpr int kExitNoNcclOutput = 3;
 int RunAnalyze(const std::vector<std::string>& files, const std::string& format, unsigned threads,
                std::ostream& out, std::ostream& err,
                std::unique_ptr<nccl::Analyzer>* keep = nullptr);
+
+namespace internal {
+/// A pread() of the file bytes [*offset, end) into dst[0, n) that retries EINTR and advances
+/// *offset: how many were read, 0 at `end`, or -1 with `error` set, also when the file ends
+/// before `end` (it shrank while it was read: a rotation by copytruncate). Declared for its test.
+int64_t PreadRange(int fd, uint64_t* offset, uint64_t end, char* dst, size_t n, std::string* error);
+}  // namespace internal
 
 }  // namespace efawatch::cli

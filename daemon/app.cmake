@@ -6,12 +6,14 @@ efawatch_module(efawatch_config)
 target_link_libraries(efawatch_config PUBLIC efawatch_common absl::statusor absl::strings)
 
 add_library(efawatch_app STATIC ${CMAKE_CURRENT_SOURCE_DIR}/app.cc
+                                ${CMAKE_CURRENT_SOURCE_DIR}/module_options.cc
                                 ${CMAKE_CURRENT_SOURCE_DIR}/logging.cc)
 efawatch_warnings(efawatch_app)
 efawatch_module(efawatch_app)
 target_link_libraries(efawatch_app PUBLIC efawatch_config efawatch_common efawatch_efa
                                           efawatch_export efawatch_tls efawatch_rpc efawatch_agent_ops efawatch_mesh efawatch_version
                                           efawatch_pod_analysis efawatch_inspector_collector efawatch_workloads efawatch_signals
+                                          efawatch_state
                                           spdlog::spdlog)
 
 add_executable(efawatchd ${CMAKE_CURRENT_SOURCE_DIR}/main.cc)

@@ -2,10 +2,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "daemon/agent/agent_handler.h"
 #include "daemon/config.h"
+#include "daemon/state/node_rules.h"
+#include "daemon/state/node_state.h"
 #include "lib/common/clock.h"
 #include "lib/common/collector_status.h"
 #include "lib/common/findings_board.h"
@@ -60,6 +63,7 @@ class WorkloadWatcher;
 namespace signals {
 class KubeSignals;
 struct Observation;
+struct NodeCondition;
 }  // namespace signals
 namespace doctor {
 class DoctorRunner;
@@ -121,8 +125,9 @@ class App final {
   absl::Status CreateMesh(const fabric::EndpointOptions& endpoint);
   void CreateWorkloads();  // sets workloads_ when --workload-identity is on and a token exists
   void CreateSignals();    // sets signals_ when --kube-signals is on and a token exists
-  // The pods' NCCL problems and the node's conditions now, for Events and NodeConditions.
-  signals::Observation ObserveSignals() const;
+  // The FabricReady condition from the doctor, the EFA count and the self-ping; nullopt on a
+  // node without EFA present or expected.
+  std::optional<signals::NodeCondition> FabricReady(const state::NodeState& node) const;
   void CreateDoctor();
   // Builds the scheduled collective probe with --collective-probe-interval-ms (not started).
   absl::Status CreateCollectiveSchedule();
@@ -132,6 +137,9 @@ class App final {
   const std::chrono::system_clock::time_point start_time_;
   common::CollectorStatusBoard collector_status_;
   mutable common::FindingsBoard findings_;
+  // What the modules last published; the rules that read several of them read this.
+  state::NodeStateBoard board_;
+  state::SelfAddress self_;  // derived once, when gRPC has its port
   common::MemoryBudget memory_budget_{config_.memory_budget};  // Probes draw from it.
   std::unique_ptr<common::ProcessCollector> process_collector_;
   std::unique_ptr<common::FindingsCollector> findings_collector_;
@@ -169,9 +177,6 @@ class App final {
   std::unique_ptr<agent::Operations> ops_;  // What the gRPC edge calls.
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };
-
-/// How this agent dials other agents, from its own TLS settings.
-rpc::PeerTls PeerTlsFromConfig(const Config& c);
 
 /// Writes {"metrics": port, "grpc": port} to `path` atomically (write, then rename), so a test
 /// that polls for the file never reads half of it.

@@ -69,7 +69,7 @@ std::vector<DeviceSnapshot> EfaMonitor::Read(std::chrono::steady_clock::time_poi
   cache_ = std::move(kept);  // devices that vanished leave the cache
   unsigned efa = 0;
   for (const auto& d : out) efa += d.is_efa ? 1 : 0;
-  efa_devices_ = efa;
+  if (efa_devices_.exchange(efa) != efa && options_.on_efa_devices) options_.on_efa_devices(efa);
   return out;
 }
 

@@ -34,6 +34,9 @@ struct EfaMonitorOptions {
   /// The node's allocatable vpc.amazonaws.com/efa when known (Kubernetes API); may be empty.
   /// Called on the monitor thread at each evaluation: it must not block.
   std::function<std::optional<unsigned>()> advertised;
+  /// Called with the EFA device count when a read finds it changed (the node-state board takes
+  /// it); on the reading thread (scrape or monitor).
+  std::function<void(unsigned)> on_efa_devices;
 };
 
 /// EFA and RDMA device health. Owns a cache of device reads (at most one per device per

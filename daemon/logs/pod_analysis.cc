@@ -246,6 +246,16 @@ void PodAnalysis::ApportionCommunicators(const std::string& pod_prefix) {
   }
 }
 
+std::optional<std::chrono::steady_clock::time_point> PodAnalysis::NextDue() const {
+  std::optional<std::chrono::steady_clock::time_point> due;
+  for (const auto& [key, c] : containers_) {  // tailer thread only, as OnPassComplete
+    if (c.gone && (!due || c.gone_at + options_.grace_period < *due)) {
+      due = c.gone_at + options_.grace_period;
+    }
+  }
+  return due;
+}
+
 void PodAnalysis::OnPassComplete() {
   const auto now = clock_.Now();
   last_ = nullptr;  // the tailer may free or reuse its LogSource objects between passes
@@ -335,6 +345,7 @@ void PodAnalysis::Publish(const std::vector<std::string>& removed, const Changed
       comms_dropped_published_ == comms_dropped) {
     return;
   }
+  std::shared_ptr<std::vector<ContainerVerdict>> all;
   {
     std::lock_guard lock(mu_);
     comms_dropped_published_ = comms_dropped;
@@ -348,7 +359,13 @@ void PodAnalysis::Publish(const std::vector<std::string>& removed, const Changed
       findings_changed = true;
     }
     evicted_published_ = evicted_;
+    if (options_.on_verdicts) {
+      all = std::make_shared<std::vector<ContainerVerdict>>();
+      all->reserve(verdicts_.size());
+      for (const auto& [key, v] : verdicts_) all->push_back(v);
+    }
   }
+  if (all) options_.on_verdicts(std::move(all));
   if (!findings_changed) return;
   std::vector<common::Finding> findings;
   for (const auto& [key, c] : containers_) {

@@ -35,6 +35,9 @@ struct PodAnalysisOptions {
   /// transport (the ones that cross nodes) are kept first, then the newest.
   size_t max_communicators_per_pod = 32;
   nccl::AnalyzerOptions analyzer;
+  /// Called with every container's verdict, in key order, whenever a pass changed any (on the
+  /// tailer's thread): the node-state board takes them.
+  std::function<void(std::shared_ptr<const std::vector<ContainerVerdict>>)> on_verdicts;
 };
 
 /// Feeds every container's log lines to its own NCCL analyzer (lines without NCCL are counted
@@ -59,6 +62,8 @@ class PodAnalysis final : public LineSink {
                std::string_view block) override;
   void OnSourceGone(const LogSource& source) override;
   void OnPassComplete() override;
+  /// The end of the earliest grace period of a gone container.
+  std::optional<std::chrono::steady_clock::time_point> NextDue() const override;
   std::string Checkpoint() const override;
   bool CheckpointValid(std::string_view state) const override;
   /// Restores what Checkpoint() saved. A container whose log directory is gone (its pod was

@@ -237,7 +237,12 @@ void Tailer::Stop() {
 }
 
 void Tailer::Run(const std::stop_token& stop) {
-  ScanSchedule schedule(options_.poll_interval);
+  // The fallback pass's interval: inotify reports everything it can see at once, so with it the
+  // fallback only covers what it cannot (docs/limits.md, idle cost).
+  const std::chrono::milliseconds interval =
+      inotify_fd_ >= 0 ? std::max(options_.poll_interval, options_.rescan_interval)
+                       : options_.poll_interval;
+  ScanSchedule schedule(interval);
   // Stop() wakes the wait below through the eventfd instead of the wait polling for it.
   const std::stop_callback on_stop(stop, [this] { WakeEventfd(wake_fd_); });
   // At least one pass, even when stopped at once: a restart must catch up before it checkpoints.
@@ -279,17 +284,20 @@ void Tailer::Run(const std::stop_token& stop) {
           std::chrono::duration<double>(secs));
     }
     // Sleep until inotify reports, the next walk is due, the budget's wait is over, or Stop()
-    // writes the eventfd: no timer of our own, so an idle agent wakes once per poll interval
-    // (its fallback walk) and not ten times a second (it did, and an idle agent cost three
-    // times what it does now). The wait is cut at the poll interval so a test clock moved
-    // forward is seen within one.
+    // writes the eventfd: no timer of our own, so an idle agent wakes once per fallback interval
+    // and not ten times a second (it did, and an idle agent cost three times what it does now).
+    // The wait is cut at that interval so a test clock moved forward is seen within one.
     while (!stop.stop_requested()) {
       auto deadline = schedule.NextWake();
       if (backlog) deadline = std::min(deadline, not_before);
+      // What the sink waits for (a grace period's end); one already due at the pass that just
+      // ran is not waited for again (no busy loop on a sink that keeps answering the past).
+      if (const auto due = sink_->NextDue(); due && *due > pass_start) {
+        deadline = std::min(deadline, *due);
+      }
       const auto now = clock_.Now();
       if (now >= deadline) break;
-      const auto left =
-          std::min<std::chrono::steady_clock::duration>(deadline - now, options_.poll_interval);
+      const auto left = std::min<std::chrono::steady_clock::duration>(deadline - now, interval);
       const int r = WaitReadable(inotify_fd_, wake_fd_, left);
       if (r <= 0) continue;
       if ((r & kWoken) != 0) DrainEventfd(wake_fd_);
@@ -900,11 +908,19 @@ void Tailer::WriteCheckpoint() {
                    {"truncations", counters_.truncations.load()},
                    {"lines_truncated", counters_.lines_truncated.load()}};
   j["sink"] = sink_->Checkpoint();
+  // Paths are bytes: a name that is not UTF-8 is written with U+FFFD rather than throwing.
+  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // The same state as the last one written (an idle agent's, every checkpoint interval): not
+  // written and fsynced again. Its hash, not a copy: the text holds a tail per file followed.
+  const size_t hash = std::hash<std::string>{}(text) | 1;  // never 0, which means "none yet"
+  if (hash == last_checkpoint_hash_) {
+    ++counters_.checkpoints_unchanged;
+    return;
+  }
   const std::string tmp = options_.state_file.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    // Paths are bytes: a name that is not UTF-8 is written with U+FFFD rather than throwing.
-    out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out << text;
     out.flush();
     if (!out) {
       // Counted (and alerted on: EfawatchCheckpointWritesFailing): a warning every
@@ -927,6 +943,7 @@ void Tailer::WriteCheckpoint() {
                  ec.message());
     return;
   }
+  last_checkpoint_hash_ = hash;
   ++counters_.checkpoint_writes;
 }
 

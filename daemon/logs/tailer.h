@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -41,6 +42,11 @@ class LineSink {
   virtual void OnSourceGone(const LogSource& source) = 0;
   /// After each pass over all files: a good moment to publish what the lines changed.
   virtual void OnPassComplete() {}
+  /// When the sink next needs a pass though no line comes (a gone pod's grace period ends),
+  /// if ever: the tailer's wait ends then instead of at its next fallback walk.
+  virtual std::optional<std::chrono::steady_clock::time_point> NextDue() const {
+    return std::nullopt;
+  }
   virtual std::string Checkpoint() const { return {}; }
   /// False when `state` (what Checkpoint() returned before) has not the shape this sink writes:
   /// the tailer then sets the whole checkpoint aside instead of restoring any of it.
@@ -66,8 +72,13 @@ struct TailerOptions {
   size_t max_glob_files = 1024;
   size_t max_line_bytes = 64 * 1024;  // longer lines are cut here (and counted)
   size_t read_chunk_bytes = 1 << 20;  // per file per pass, for fairness between files
-  /// Rescan and read even without inotify events (the polling fallback).
+  /// Without inotify (none left, or a file system without it): rescan and read every
+  /// poll_interval. With inotify, which reports writes, new and removed files within
+  /// milliseconds, the same fallback pass (for what inotify cannot see: a root that does not
+  /// exist yet, an overflowed queue) runs every rescan_interval: an idle agent then wakes once
+  /// in ten seconds per tailer instead of every second.
   std::chrono::milliseconds poll_interval{1000};
+  std::chrono::milliseconds rescan_interval{10000};
   std::chrono::milliseconds checkpoint_interval{5000};
   /// On first sight of a container log (no checkpoint entry: a fresh agent, or its state lost),
   /// the current run's rotated files (`N.log.<time>`, `N.log.<time>.gz`) are read first, oldest
@@ -97,6 +108,9 @@ struct TailerCounters {
   std::atomic<uint64_t> rotations{0};
   std::atomic<uint64_t> truncations{0};
   std::atomic<uint64_t> checkpoint_writes{0};
+  /// Checkpoints due but not written: nothing changed since the last one written (an idle
+  /// agent does not rewrite and fsync the same state every few seconds).
+  std::atomic<uint64_t> checkpoints_unchanged{0};
   std::atomic<uint64_t> checkpoint_write_failures{0};  // state dir full, read-only, gone
   std::atomic<uint64_t> files_refused{0};  // symlinks out of the root or a pod's volume, unreadable
   std::atomic<uint64_t> files_over_cap{0};         // not watched because of max_files
@@ -213,6 +227,8 @@ class Tailer {
   std::map<std::string, Resume> resume_;  // from the checkpoint, by path
   std::filesystem::path canonical_root_;
   std::chrono::steady_clock::time_point next_checkpoint_{};
+  // Hash of the last checkpoint written (0: none yet): an unchanged state is not written again.
+  size_t last_checkpoint_hash_ = 0;
   // Set when a file was read to its end and let go (rotation, history): the checkpoint is written
   // at the end of the pass, so a crash cannot lose the counts of lines no file holds any more.
   bool checkpoint_due_ = false;

@@ -12,6 +12,8 @@ absl::Status TailerCollector::Collect(std::chrono::steady_clock::time_point /*de
   sink.Add(metrics::M::kLogsRotationsTotal, {}, static_cast<double>(c.rotations));
   sink.Add(metrics::M::kLogsTruncationsTotal, {}, static_cast<double>(c.truncations));
   sink.Add(metrics::M::kLogsCheckpointWritesTotal, {}, static_cast<double>(c.checkpoint_writes));
+  sink.Add(metrics::M::kLogsCheckpointsUnchangedTotal, {},
+           static_cast<double>(c.checkpoints_unchanged));
   sink.Add(metrics::M::kLogsCheckpointWriteFailuresTotal, {},
            static_cast<double>(c.checkpoint_write_failures));
   sink.Add(metrics::M::kLogsFilesRefusedTotal, {}, static_cast<double>(c.files_refused));

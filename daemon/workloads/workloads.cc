@@ -106,8 +106,12 @@ absl::Status WorkloadWatcher::ListOnce(const std::stop_token& stop) {
     if (ns.empty() || name.empty()) continue;
     (*table)[{ns, name}] = WorkloadOf(pod);
   }
-  std::lock_guard lock(mu_);
-  table_ = std::move(table);
+  std::shared_ptr<const Table> published = std::move(table);
+  {
+    std::lock_guard lock(mu_);
+    table_ = published;
+  }
+  if (options_.on_table) options_.on_table(std::move(published));
   return absl::OkStatus();
 }
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,10 +38,15 @@ struct Workload {
 /// else the pod itself (kind "Pod").
 Workload WorkloadOf(const nlohmann::json& pod);
 
+/// The workload of each pod of the node, by (namespace, pod).
+using WorkloadTable = std::map<std::pair<std::string, std::string>, Workload>;
+
 struct WorkloadWatcherOptions {
   kube::ApiOptions api;
   std::string node_name;                      ///< pods are listed with spec.nodeName=<node_name>
   std::chrono::milliseconds interval{30000};  ///< between listings
+  /// Called with each new table, on the listing thread (the node-state board takes it).
+  std::function<void(std::shared_ptr<const WorkloadTable>)> on_table;
 };
 
 /// Lists the pods of this node through the Kubernetes API every `interval` on its own thread
@@ -69,7 +75,7 @@ class WorkloadWatcher final : public common::Collector {
                        common::MetricSink& sink) override;
 
  private:
-  using Table = std::map<std::pair<std::string, std::string>, Workload>;  // (namespace, pod)
+  using Table = WorkloadTable;
   void Run(const std::stop_token& stop);
 
   const WorkloadWatcherOptions options_;

@@ -377,6 +377,10 @@ std::vector<MetricDef> BuildTable() {
        "Lines longer than the line limit, cut.",
        {}},
       {M::kLogsCheckpointWritesTotal.name(), T::kCounter, "Checkpoint files written.", {}},
+      {M::kLogsCheckpointsUnchangedTotal.name(),
+       T::kCounter,
+       "Checkpoints due but not written again: nothing changed since the last one written.",
+       {}},
       {M::kLogsCheckpointWriteFailuresTotal.name(),
        T::kCounter,
        "Checkpoints that could not be written or renamed into place (--state-dir full, "
@@ -393,8 +397,8 @@ std::vector<MetricDef> BuildTable() {
        {}},
       {M::kLogsScansTotal.name(),
        T::kCounter,
-       "Walks of the pod log root, globs and pod volumes (on inotify events and every poll "
-       "interval, no more often than 1/50 of a core allows).",
+       "Walks of the pod log root, globs and pod volumes (on inotify events, every 10 s as a "
+       "fallback or every second without inotify, no more often than 1/50 of a core allows).",
        {}},
       {M::kLogsScanSecondsTotal.name(), T::kCounter, "CPU time those walks took, in seconds.", {}},
       {M::kLogsCheckpointsSetAsideTotal.name(),
@@ -589,11 +593,11 @@ const std::vector<DebugOnlyGroup>& DebugOnlyMetrics() {
        {"efawatch_logs_files_watched", "efawatch_logs_read_bytes_total",
         "efawatch_logs_read_lines_total", "efawatch_logs_rotations_total",
         "efawatch_logs_truncations_total", "efawatch_logs_malformed_lines_total",
-        "efawatch_logs_checkpoint_writes_total", "efawatch_logs_checkpoints_set_aside_total",
-        "efawatch_logs_deleted_files_closed_total", "efawatch_logs_files_refused_total",
-        "efawatch_logs_scans_total", "efawatch_logs_scan_seconds_total",
-        "efawatch_logs_skipped_bytes_total", "efawatch_nccl_communicators_dropped_total",
-        "efawatch_nccl_processes"}},
+        "efawatch_logs_checkpoint_writes_total", "efawatch_logs_checkpoints_unchanged_total",
+        "efawatch_logs_checkpoints_set_aside_total", "efawatch_logs_deleted_files_closed_total",
+        "efawatch_logs_files_refused_total", "efawatch_logs_scans_total",
+        "efawatch_logs_scan_seconds_total", "efawatch_logs_skipped_bytes_total",
+        "efawatch_nccl_communicators_dropped_total", "efawatch_nccl_processes"}},
       {"NCCL Inspector reading and the collectives' total time: the Inspector's records and files "
        "say whether a job's dump is being read (docs/inspector.md); the bandwidth itself is "
        "alerted (EfawatchNcclSlowCollectives) and on the job dashboard.",

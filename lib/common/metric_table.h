@@ -83,6 +83,8 @@ struct M {
   static constexpr Metric kLogsTruncationsTotal{"efawatch_logs_truncations_total"};
   static constexpr Metric kLogsTruncatedLinesTotal{"efawatch_logs_truncated_lines_total"};
   static constexpr Metric kLogsCheckpointWritesTotal{"efawatch_logs_checkpoint_writes_total"};
+  static constexpr Metric kLogsCheckpointsUnchangedTotal{
+      "efawatch_logs_checkpoints_unchanged_total"};
   static constexpr Metric kLogsCheckpointWriteFailuresTotal{
       "efawatch_logs_checkpoint_write_failures_total"};
   static constexpr Metric kLogsFilesRefusedTotal{"efawatch_logs_files_refused_total"};

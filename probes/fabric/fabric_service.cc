@@ -217,6 +217,11 @@ uint64_t FabricService::OwnTrafficBytes() const {
   return total;
 }
 
+uint64_t FabricService::OwnEthernetTrafficBytes() const {
+  if (responder_ == nullptr || responder_->info().provider.starts_with("efa")) return 0;
+  return OwnTrafficBytes();
+}
+
 void FabricService::Notify() const {
   if (options_.on_probe_done) options_.on_probe_done();
 }

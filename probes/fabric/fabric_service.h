@@ -90,6 +90,9 @@ class FabricService {
   /// included), since start. The EFA fallback check subtracts them from the ethernet bytes when
   /// the fabric is an IP provider, so our own probes never look like a job on TCP.
   uint64_t OwnTrafficBytes() const;
+  /// OwnTrafficBytes() when the responder's provider is an IP one (tcp, sockets), else 0: only
+  /// an IP provider's probes show on the ethernet counters.
+  uint64_t OwnEthernetTrafficBytes() const;
 
  private:
   FabricService(const FabricServiceOptions& options, const common::Clock& clock)

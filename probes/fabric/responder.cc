@@ -142,12 +142,13 @@ void Responder::Run(const std::stop_token& stop) {
     // A background prober sleeps between its pings: with a wait fd, block at once.
     const bool spin = !(no_spin_ && endpoint_->has_wait_fd());
     if (posts_pending || (spin && now - last_traffic < window)) continue;
-    // Idle: block until the CQ signals, Stop() writes the eventfd, or a second passes (the
-    // timeout only bounds how stale a missed wake-up can get). Without a wait object, sleep a
+    // Idle: block until the CQ signals, Stop() writes the eventfd, or five seconds pass (the
+    // timeout only bounds how stale a missed wake-up can get; once a second was the idle
+    // agent's largest wake-up source of its own). Without a wait object, sleep a
     // tenth of the idle time so far, 1 to 20 ms: a quiet responder wakes ~50 times a second
     // (well under 0.5% of a core) and a new probe's first message waits at most 20 ms, which
     // its warm-up absorbs.
-    auto idle_sleep = std::chrono::milliseconds(1000);
+    auto idle_sleep = std::chrono::milliseconds(5000);
     if (!endpoint_->has_wait_fd()) {
       idle_sleep = std::clamp(
           std::chrono::duration_cast<std::chrono::milliseconds>((now - last_traffic) / 10),

@@ -192,6 +192,32 @@ TEST_F(TailerTest, CountsCheckpointsThatCannotBeWritten) {
   EXPECT_TRUE(fs::exists(o.state_file));
 }
 
+// An idle tailer does not rewrite (and fsync) the same state at every checkpoint interval: a
+// due checkpoint with nothing changed is counted as unchanged, and the next change is written.
+TEST_F(TailerTest, WritesACheckpointOnlyWhenTheStateChanged) {
+  fs::create_directories(fs::path(dir_.path()) / "pods");
+  RecordingSink sink;
+  TailerOptions o = Options();
+  o.state_file = fs::path(dir_.path()) / "state.json";
+  Tailer t(o, &sink, clock_);
+  Append(Container() / "0.log", "1\n");
+  t.PollOnce();
+  EXPECT_EQ(t.counters().checkpoint_writes, 1u);
+  const auto written = fs::last_write_time(o.state_file);
+  clock_.Advance(o.checkpoint_interval);
+  t.PollOnce();
+  EXPECT_EQ(t.counters().checkpoint_writes, 1u);
+  EXPECT_EQ(t.counters().checkpoints_unchanged, 1u);
+  EXPECT_EQ(fs::last_write_time(o.state_file), written);
+  Append(Container() / "0.log", "2\n");
+  clock_.Advance(o.checkpoint_interval);
+  t.PollOnce();
+  EXPECT_EQ(t.counters().checkpoint_writes, 2u);
+  EXPECT_EQ(t.counters().checkpoints_unchanged, 1u);
+  EXPECT_THAT(testing::ReadFileOrEmpty(o.state_file.string()),
+              ::testing::HasSubstr("\"line_no\":2"));
+}
+
 TEST_F(TailerTest, RestartAfterRotationWhileDownFinishesTheRotatedFile) {
   fs::create_directories(fs::path(dir_.path()) / "pods");
   const fs::path log = Container() / "0.log";

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -27,14 +28,18 @@ using namespace std::chrono_literals;
 
 namespace fs = std::filesystem;
 
-// Wake-ups a second, all threads together, an idle agent may take. Measured 12-14: gRPC's own
-// timers take ~8 (its timer threads once a second each, the callback server's two "nexting"
-// threads ~3 each; not ours to change), the three tailers' fallback walks 1 each. The tailers'
-// 100 ms poll and the HTTP watchdog's 200 ms check added ~35 (docs/limits.md).
-constexpr double kMaxWakeupsPerSecond = 20.0;
-// Resident memory after 10 s idle: measured 26.4-27.2 MiB (docs/limits.md; the target
-// of 25 MiB is not met yet). Sanitizer builds carry their shadow memory and are not bounded.
-constexpr long kMaxRssKib = 30 * 1024;
+// Wake-ups a second, all threads together, an idle agent may take. Measured 7-8: gRPC's own
+// timers take ~6 (its two timer threads once a second each, the callback server's two
+// "nexting" threads ~2 each; not ours to change), ours about one (the fabric responder's 5 s
+// bound on a missed wake-up, the tailers' 10 s fallback walks, the EFA evaluation). The tailers'
+// 1 s walks and the responder's 1 s bound added ~4, the tailers' 100 ms poll and the HTTP
+// watchdog's 200 ms check ~35 before that (docs/limits.md).
+constexpr double kMaxWakeupsPerSecond = 10.0;
+// Resident memory after 10 s idle: measured 24.8-25.6 MiB (docs/limits.md), of which about 19
+// MiB are shared libraries' pages; libfabric's rxm shared receive context alone added 2 MiB
+// (27.1 MiB with FI_OFI_RXM_USE_SRX=1: this bound fails then).
+// Sanitizer builds carry their shadow memory and are not bounded.
+constexpr long kMaxRssKib = 26 * 1024;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitized = true;
@@ -97,6 +102,10 @@ TEST(IdleAgentTest, SleepsAndStaysSmallWhenIdle) {
   const long after = VoluntarySwitches(agent.pid());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double per_second = static_cast<double>(after - before) / secs;
+  // Printed for the record (ctest --verbose): the figures the bounds below are set from.
+  std::fprintf(
+      stderr, "idle: %.1f wake-ups/s, RSS %ld KiB\n", per_second,
+      StatusField("/proc/" + std::to_string(agent.pid()) + "/status", "VmRSS:").value_or(0));
   EXPECT_LE(per_second, kMaxWakeupsPerSecond)
       << after - before << " wake-ups in " << secs << " s idle";
   const std::optional<long> rss =

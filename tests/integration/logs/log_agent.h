@@ -33,6 +33,14 @@ inline double Value(const std::string& scrape, const std::string& series) {
   return std::stod(scrape.substr(p + series.size() + 2));
 }
 
+// Checkpoints the tailer took: written, or due and unchanged since the last one written (then the
+// file on disk already holds the state). A wait for this to grow is a wait for the state read so
+// far to be on disk.
+inline double Checkpoints(const std::string& scrape) {
+  return Value(scrape, "efawatch_logs_checkpoint_writes_total") +
+         Value(scrape, "efawatch_logs_checkpoints_unchanged_total");
+}
+
 /// A real efawatchd with its state in `dir` (state/, nosys/ as an empty sysfs), a 2 s pod grace
 /// period and `args` (the log roots); ports from its port file.
 class LogAgent {

@@ -25,6 +25,7 @@ using testing::FixtureLines;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::TempDir;
+using testing::Checkpoints;
 using testing::Value;
 
 void AppendCri(const fs::path& f, const std::vector<std::string>& lines, size_t from = 0,
@@ -110,10 +111,10 @@ TEST(PodLogsTest, CountsEveryLineOnceThroughRotationTruncationDeletionAndSigkill
   EXPECT_EQ(Value(s, chatter_lines), 751);
   EXPECT_GE(Value(s, "efawatch_logs_truncations_total"), 1);
   // Let a checkpoint record this state (every 5 s), so what follows is "mid-stream".
-  const double writes = Value(s, "efawatch_logs_checkpoint_writes_total");
+  const double writes = Checkpoints(s);
   s = agent->WaitFor(
       [&](const std::string& x) {
-        return Value(x, "efawatch_logs_checkpoint_writes_total") > writes;
+        return Checkpoints(x) > writes;
       },
       15s);
 

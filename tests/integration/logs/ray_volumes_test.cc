@@ -26,6 +26,7 @@ using testing::FixtureLines;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::TempDir;
+using testing::Checkpoints;
 using testing::Value;
 
 constexpr char kWorker[] =
@@ -133,10 +134,10 @@ TEST(RayVolumesTest, FollowsRaySessionsPerPodThroughRotationSigkillNewSessionAnd
   EXPECT_GE(Value(s, "efawatch_logs_rotations_total"), 1);
 
   // Let a checkpoint record this, write more, SIGKILL, write more while it is down, restart.
-  const double writes = Value(s, "efawatch_logs_checkpoint_writes_total");
+  const double writes = Checkpoints(s);
   agent->WaitFor(
       [&](const std::string& x) {
-        return Value(x, "efawatch_logs_checkpoint_writes_total") > writes;
+        return Checkpoints(x) > writes;
       },
       15s);
   Append(out_a, {"step 100 loss 1.5", "step 101 loss 1.4"});
