@@ -14,6 +14,7 @@
 #include "cli/agent_doctor.h"
 #include "cli/analyze_command.h"
 #include "cli/doctor.h"
+#include "cli/exec_beside.h"
 #include "cli/fabric.h"
 #include "cli/node_conditions.h"
 #include "cli/status.h"
@@ -88,10 +89,10 @@ void AddVersionCommand(CLI::App& app) {
 
 void AddNodeConditionsCommand(CLI::App& app, efawatch::cli::NodeConditionsArgs& args,
                               int& exit_code) {
-  auto* cmd = app.add_subcommand(
-      "node-conditions",
-      "List the nodes carrying the agent's NodeConditions (EfaHealthy, FabricReachable); "
-      "--clear removes them (uninstall, docs/deploy.md)");
+  auto* cmd = app.add_subcommand("node-conditions",
+                                 "List the nodes carrying the agent's NodeConditions (EfaHealthy, "
+                                 "FabricReachable, FabricReady); "
+                                 "--clear removes them (uninstall, docs/deploy.md)");
   cmd->add_flag("--clear", args.clear, "Remove them (a strategic merge patch of nodes/status)");
   cmd->add_option("--node", args.node, "Only this node (default: every node)");
   cmd->add_option("--api-server", args.api.api_server,
@@ -168,6 +169,12 @@ void AddCollectiveCommand(CLI::App& app, ProbeCommand<efawatch::cli::CollectiveA
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `efawatch admission` execs efawatch-admission itself; reached here when efawatch-rpc is
+  // started directly.
+  if (argc >= 2 && std::string_view(argv[1]) == "admission") {
+    return efawatch::cli::ExecBeside(argv, "efawatch-admission",
+                                     "install it beside efawatch-rpc (docs/admission.md)");
+  }
   CLI::App app{"efawatch: is this GPU node really on the fast fabric?"};
   app.require_subcommand(1);
   int exit_code = 0;
@@ -189,6 +196,11 @@ int main(int argc, char** argv) {
   AddCollectiveCommand(app, collective, exit_code);
   efawatch::cli::AddAnalyzeCommand(app, analyze, exit_code);
   AddDoctorCommand(app, doctor, doctor_agent, exit_code);
+  // Listed for --help only: main() hands it to efawatch-admission before parsing.
+  app.add_subcommand("admission",
+                     "Serve the validating admission webhook that warns about (or denies) pods "
+                     "whose settings keep NCCL off EFA (efawatch-admission; docs/admission.md)")
+      ->prefix_command();
 
   return efawatch::cli::ParseAndRun(app, argc, argv, analyze, exit_code);
 }

@@ -13,6 +13,7 @@
 #include "daemon/agent/coordination.h"
 #include "daemon/agent/operations.h"
 #include "daemon/agent/probe_runner.h"
+#include "daemon/agent/self_ping.h"
 #include "daemon/agent/target_policy.h"
 #include "daemon/doctor/doctor_runner.h"
 #include "daemon/efa/efa_monitor.h"
@@ -26,6 +27,7 @@
 #include "daemon/rpc/grpc_edge.h"
 #include "daemon/rpc/limits_collector.h"
 #include "daemon/rpc/peer_client.h"
+#include "daemon/signals/fabric_ready.h"
 #include "daemon/signals/kube_signals.h"
 #include "daemon/signals/observe.h"
 #include "daemon/state/node_rules.h"
@@ -35,6 +37,7 @@
 #include "efawatch/version.h"
 #include "lib/common/collector_group.h"
 #include "lib/common/findings_collector.h"
+#include "lib/common/instance_types.h"
 #include "lib/common/process_collector.h"
 #include "probes/collective/collective_collector.h"
 #include "probes/collective/host_backend.h"
@@ -113,6 +116,7 @@ absl::Status App::Start() {
   if (mesh_) mesh_->Start();
   if (collective_schedule_) collective_schedule_->Start();
   if (workloads_) workloads_->Start();
+  if (self_ping_) self_ping_->Start();
   if (signals_) signals_->Start();
   doctor_->Start();
   if (auto st = inspector_tailer_->Start(); !st.ok()) return st;
@@ -226,6 +230,11 @@ fabric::EndpointOptions App::CreateFabric() {
     spdlog::info("fabric responder: off (--fabric-responder=false); probes still run");
   }
   PublishFabricFindings();
+  // FabricReady's proof that the fabric carries messages: a ping of our own responder.
+  const fabric::Responder* responder = fabric_->responder();
+  self_ping_ = std::make_unique<agent::SelfPing>(fopts.endpoint,
+                                                 responder != nullptr ? responder->address() : "",
+                                                 std::chrono::minutes(1), clock_);
   return fopts.endpoint;
 }
 
@@ -407,10 +416,27 @@ void App::CreateSignals() {
   const kube::ApiOptions api = KubeApiFrom(config_);
   signals_ = std::make_unique<signals::KubeSignals>(
       KubeSignalsOptionsFrom(config_, api),
-      [this] { return signals::Observe(*board_.Snapshot(), *findings_.Snapshot()); },
+      [this] {
+        const auto node = board_.Snapshot();
+        signals::Observation o = signals::Observe(*node, *findings_.Snapshot());
+        if (auto ready = FabricReady(*node)) o.conditions.push_back(*std::move(ready));
+        return o;
+      },
       KubeSender(api), clock_);
   spdlog::info("kubernetes signals: Events on pods with NCCL problems, NodeConditions on node {}",
                config_.node_name);
+}
+
+// FabricReady (a NodeReadinessRule's gate, docs/node-readiness.md), where EFA is or should be:
+// its rule is signals::FabricReadyCondition; this gathers what it reads from the modules.
+std::optional<signals::NodeCondition> App::FabricReady(const state::NodeState& node) const {
+  signals::FabricReadyInputs in;
+  if (const auto report = doctor_ ? doctor_->Latest() : nullptr) in.doctor = report->node;
+  in.efa_devices = node.efa_devices;
+  in.efa_expected = common::ExpectedEfaDevices(common::InstanceTypeFromDmi(config_.paths.sysfs));
+  if (self_ping_) in.self_ping = self_ping_->Latest();
+  if (in.efa_devices == 0 && in.efa_expected == 0) return std::nullopt;
+  return signals::FabricReadyCondition(in);
 }
 
 void App::CreateDoctor() {
@@ -432,6 +458,8 @@ void App::Stop() {
   if (workloads_) workloads_->Stop();
   // Its request in flight is cancelled; Events not yet posted are posted by the next agent.
   if (signals_) signals_->Stop();
+  // Its ping in flight ends with the fabric service's Stop below; the thread stops here.
+  if (self_ping_) self_ping_->Stop();
   // A doctor run in progress finishes (a few file reads); waiting RunDoctor calls get UNAVAILABLE.
   if (doctor_) doctor_->Stop();
   // Fabric probes first: cancelling them finishes their pending Ping/Bandwidth calls at once, so

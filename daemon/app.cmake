@@ -13,7 +13,7 @@ efawatch_module(efawatch_app)
 target_link_libraries(efawatch_app PUBLIC efawatch_config efawatch_common efawatch_efa
                                           efawatch_export efawatch_tls efawatch_rpc efawatch_agent_ops efawatch_mesh efawatch_version
                                           efawatch_pod_analysis efawatch_inspector_collector efawatch_workloads efawatch_signals
-                                          efawatch_state
+                                          efawatch_state efawatch_self_ping
                                           spdlog::spdlog)
 
 add_executable(efawatchd ${CMAKE_CURRENT_SOURCE_DIR}/main.cc)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "daemon/agent/agent_handler.h"
@@ -43,6 +44,7 @@ class MeshCollector;
 }  // namespace mesh
 namespace agent {
 class ProbeRunner;
+class SelfPing;
 class Coordination;
 class CollectiveSchedule;
 class ClockWaiter;
@@ -61,6 +63,7 @@ class WorkloadWatcher;
 namespace signals {
 class KubeSignals;
 struct Observation;
+struct NodeCondition;
 }  // namespace signals
 namespace doctor {
 class DoctorRunner;
@@ -122,6 +125,9 @@ class App final {
   absl::Status CreateMesh(const fabric::EndpointOptions& endpoint);
   void CreateWorkloads();  // sets workloads_ when --workload-identity is on and a token exists
   void CreateSignals();    // sets signals_ when --kube-signals is on and a token exists
+  // The FabricReady condition from the doctor, the EFA count and the self-ping; nullopt on a
+  // node without EFA present or expected.
+  std::optional<signals::NodeCondition> FabricReady(const state::NodeState& node) const;
   void CreateDoctor();
   // Builds the scheduled collective probe with --collective-probe-interval-ms (not started).
   absl::Status CreateCollectiveSchedule();
@@ -163,7 +169,8 @@ class App final {
   std::unique_ptr<mesh::MeshCollector> mesh_collector_;
   std::unique_ptr<workloads::WorkloadWatcher> workloads_;  // Null when workload identity is off.
   std::unique_ptr<doctor::DoctorRunner> doctor_;
-  std::unique_ptr<signals::KubeSignals> signals_;           // Null when Kubernetes signals are off.
+  std::unique_ptr<agent::SelfPing> self_ping_;     // Null without a fabric service (FabricReady).
+  std::unique_ptr<signals::KubeSignals> signals_;  // Null when Kubernetes signals are off.
   std::unique_ptr<rpc::LimitsCollector> limits_collector_;  // Reads grpc_'s counters.
   std::unique_ptr<tls::CertificateWatcher> certs_;          // Null without TLS files.
   std::unique_ptr<exporter::PrometheusEdge> metrics_;

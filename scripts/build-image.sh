@@ -9,7 +9,7 @@
 #   --out FILE  the OCI archive to write (default build/efawatchd-image.tar); its SBOM is written
 #               beside it as FILE.spdx.json (SPDX 2.3: every file of the image with its SHA-256,
 #               and the Debian package each library came from)
-#   --bin DIR   where efawatchd, efawatch and efawatch-rpc are (default build/bin)
+#   --bin DIR   where efawatchd, efawatch, efawatch-rpc and efawatch-admission are (default build/bin)
 # Environment: SOURCE_DATE_EPOCH (default: the commit time of the source's HEAD, else 0) is the
 # image's creation time and every file's modification time; EFAWATCH_IMAGE_SOURCE (default
 # https://github.com/efawatch/efawatch) its org.opencontainers.image.source label.
@@ -23,7 +23,7 @@
 #
 # What the image holds (the Dockerfile's rule, with files taken from this machine instead of
 # Debian packages installed in a base image):
-#   /usr/local/bin/{efawatchd,efawatch,efawatch-rpc}  debug info stripped; efawatchd the entrypoint
+#   /usr/local/bin/{efawatchd,efawatch,efawatch-rpc,efawatch-admission}  debug info stripped; efawatchd the entrypoint
 #   every shared library the binaries link (ldd), those the agent opens only where it uses them
 #     (dlopen, invisible to ldd: the Dockerfile's `for so in` list, which tests/deploy keeps in
 #     step with the code), the libibverbs providers (libefa) with /etc/libibverbs.d, libfabric's
@@ -66,7 +66,7 @@ trap 'on_error "$LINENO" "$BASH_COMMAND"' ERR
 command -v buildah >/dev/null ||
   die "buildah not installed (Debian: apt-get install buildah; scripts/setup.sh installs it)"
 [[ $(id -u) -eq 0 ]] || die "needs root (buildah's storage, and files owned by the image's user)"
-for b in efawatchd efawatch efawatch-rpc; do
+for b in efawatchd efawatch efawatch-rpc efawatch-admission; do
   [[ -x $bin/$b ]] || die "$bin/$b not found: build it first (cmake --build build)"
 done
 command -v strip >/dev/null || die "strip not installed (Debian: binutils)"
@@ -125,10 +125,10 @@ needed() {
   done
 }
 
-for b in efawatchd efawatch efawatch-rpc; do
+for b in efawatchd efawatch efawatch-rpc efawatch-admission; do
   strip --strip-debug -o "$rootfs/usr/local/bin/$b" "$bin/$b"
 done
-libs=$(needed "$bin/efawatchd" "$bin/efawatch" "$bin/efawatch-rpc")
+libs=$(needed "$bin/efawatchd" "$bin/efawatch" "$bin/efawatch-rpc" "$bin/efawatch-admission")
 
 # Opened by name where they are used (the Dockerfile's list; tests/deploy checks it against
 # every SharedLibrary::Open in the code).

@@ -57,6 +57,12 @@ class DoctorRunner final : public common::Collector {
   /// Runs the checks on the caller's thread and returns (and keeps) the report.
   Report RunNow();
 
+  /// The latest run's report; null before the first. Any thread.
+  std::shared_ptr<const Report> Latest() const {
+    std::lock_guard lock(mu_);
+    return last_;
+  }
+
   /// Asks the runner's thread for a run and calls `done` with its report, on that thread.
   /// RESOURCE_EXHAUSTED (at once) with kMaxWaiting requests already waiting; UNAVAILABLE for
   /// the ones still waiting at Stop().

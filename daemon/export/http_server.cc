@@ -15,6 +15,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -31,6 +32,9 @@ namespace {
 // TLS 1.2 and 1.3 only: what Prometheus (Go's crypto/tls) and curl speak by default; GnuTLS's
 // NORMAL alone would also offer 1.0 and 1.1 where the system allows them.
 constexpr char kPriorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+
+// 413 Content Too Large (RFC 9110 15.5.14); libmicrohttpd names it differently across versions.
+constexpr unsigned kContentTooLarge = 413;
 
 // libmicrohttpd reports a bad key or certificate only as a failed start; checking the material
 // with GnuTLS first gives the operator a line that names the file and the problem. (A template:
@@ -209,42 +213,107 @@ struct HttpServer::Callbacks {
   }
 
   // An answer was sent (or the request failed): the connection waits for its next request.
-  static void Completed(void* cls, MHD_Connection* connection, void** /*req_cls*/,
+  static void Completed(void* cls, MHD_Connection* connection, void** req_cls,
                         MHD_RequestTerminationCode /*code*/) {
     auto* self = static_cast<HttpServer*>(cls);
+    if (*req_cls != nullptr && *req_cls != &headers_seen) delete static_cast<Upload*>(*req_cls);
+    *req_cls = nullptr;
     self->Answered(IdOf(*self->api_, connection));
+  }
+
+  // A POST's body as it arrives: libmicrohttpd hands it over in pieces.
+  struct Upload {
+    std::string body;
+    bool too_large = false;
+  };
+  static int headers_seen;  // only its address is used, as the marker of a GET's first call
+
+  // A POST on a post path: the body is gathered up to the bound, then the handler runs.
+  // Returns nullopt while the body is still arriving.
+  static std::optional<MHD_Result> Post(HttpServer* self, MHD_Connection* connection,
+                                        const char* upload_data, size_t* upload_data_size,
+                                        void** req_cls) {
+    const Api& api = *self->api_;
+    const size_t bound = self->options_.max_body_bytes;
+    if (*req_cls == nullptr) {
+      // Headers only. A declared length over the bound is refused; the body is read and
+      // dropped first when it is not absurdly long, because a client still sending when the
+      // answer comes and the connection closes may see a reset instead of the 413 (the API
+      // server would then report a failed call rather than a refused one).
+      const char* length =
+          api.lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+      uint64_t declared = 0;
+      const bool over =
+          length != nullptr && absl::SimpleAtoi(length, &declared) && declared > bound;
+      if (over && declared > 16 * uint64_t{bound}) {
+        self->counters_.too_large.fetch_add(1, std::memory_order_relaxed);
+        return Queue(api, connection,
+                     HttpResponse::Text(kContentTooLarge, "request body too large\n"));
+      }
+      auto* upload = new Upload();
+      upload->too_large = over;
+      *req_cls = upload;
+      return MHD_YES;
+    }
+    auto* upload = static_cast<Upload*>(*req_cls);
+    if (*upload_data_size != 0) {
+      if (!upload->too_large && upload->body.size() + *upload_data_size <= bound) {
+        upload->body.append(upload_data, *upload_data_size);
+      } else {
+        upload->too_large = true;
+        upload->body.clear();
+      }
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
+    if (upload->too_large) {
+      self->counters_.too_large.fetch_add(1, std::memory_order_relaxed);
+      return Queue(api, connection,
+                   HttpResponse::Text(kContentTooLarge, "request body too large\n"));
+    }
+    return std::nullopt;
   }
 
   // libmicrohttpd calls this once when the headers are in and again when the (empty) body is:
   // answering at the second call lets the connection stay open for the next scrape. A request
-  // with a body gets 405 at once, before the body is read, and its connection is closed.
+  // with a body gets 405 at once, before the body is read, and its connection is closed; a POST
+  // path gathers its body first (Post above).
   static MHD_Result Access(void* cls, MHD_Connection* connection, const char* url,
-                           const char* method, const char* /*version*/, const char* /*upload_data*/,
+                           const char* method, const char* /*version*/, const char* upload_data,
                            size_t* upload_data_size, void** req_cls) {
     auto* self = static_cast<HttpServer*>(cls);
     const Api& api = *self->api_;
     self->Busy(IdOf(api, connection));
     const std::string_view m(method);
-    if (m != MHD_HTTP_METHOD_GET && m != MHD_HTTP_METHOD_HEAD) {
+    const bool post_path = self->options_.post_paths.count(url) > 0;
+    if (post_path ? m != MHD_HTTP_METHOD_POST
+                  : m != MHD_HTTP_METHOD_GET && m != MHD_HTTP_METHOD_HEAD) {
       return Queue(api, connection,
                    {.status = MHD_HTTP_METHOD_NOT_ALLOWED,
                     .body = "method not allowed\n",
-                    .headers = {{MHD_HTTP_HEADER_ALLOW, "GET, HEAD"}}});
+                    .headers = {{MHD_HTTP_HEADER_ALLOW, post_path ? "POST" : "GET, HEAD"}}});
     }
-    static int headers_seen;  // only its address is used, as a marker
-    if (*req_cls == nullptr) {
-      *req_cls = &headers_seen;
-      return MHD_YES;
-    }
-    if (*upload_data_size != 0) {
-      *upload_data_size = 0;  // a GET with a body: ignore the body
-      return MHD_YES;
+    HttpRequest req;
+    if (post_path) {
+      if (auto answered = Post(self, connection, upload_data, upload_data_size, req_cls)) {
+        return *answered;
+      }
+      req.body = std::move(static_cast<Upload*>(*req_cls)->body);
+    } else {
+      if (*req_cls == nullptr) {
+        *req_cls = &headers_seen;
+        return MHD_YES;
+      }
+      if (*upload_data_size != 0) {
+        *upload_data_size = 0;  // a GET with a body: ignore the body
+        return MHD_YES;
+      }
     }
     const auto it = self->handlers_.find(url);
     if (it == self->handlers_.end()) {
       return Queue(api, connection, HttpResponse::Text(MHD_HTTP_NOT_FOUND, "not found\n"));
     }
-    HttpRequest req;
+    req.method = std::string(m);
     req.path = url;
     const char* auth =
         api.lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -260,6 +329,8 @@ struct HttpServer::Callbacks {
     return Queue(api, connection, r);
   }
 };
+
+int HttpServer::Callbacks::headers_seen = 0;
 
 // The PEM text of one TLS generation; libmicrohttpd keeps pointers into it while that
 // generation's daemon runs.

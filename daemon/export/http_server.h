@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -32,7 +33,9 @@ enum class ClientCert {
 };
 
 struct HttpRequest {
+  std::string method;         // GET, HEAD, or POST on a post path
   std::string path;           // without the query string
+  std::string body;           // a POST's body (at most max_body_bytes)
   std::string authorization;  // the Authorization header, empty when absent
   ClientCert client_cert = ClientCert::kNone;
   std::string client_cert_problem;  // kUntrusted: why, in GnuTLS's words (for the log)
@@ -71,6 +74,12 @@ struct HttpServerOptions {
   // Threads answering requests. Connections cost no thread while they wait (epoll), so these
   // only bound concurrent handlers: four, so /healthz answers while two scrapes run.
   unsigned threads = 4;
+  // Paths answered on POST (and only POST), with the request's body; every other path answers
+  // GET and HEAD. A body over max_body_bytes gets 413 without reaching the handler, once the
+  // body has been read and dropped (memory stays bounded), or at once when Content-Length
+  // announces more than 16 times the bound.
+  std::set<std::string> post_paths;
+  size_t max_body_bytes = 64 * 1024;
 };
 
 /// What a server's bounds did to its clients, since it started. Read from any thread.
@@ -79,10 +88,12 @@ struct HttpServerCounters {
   std::atomic<uint64_t> refused{0};    // at a bound with every connection busy: closed at once
   std::atomic<uint64_t> evicted{0};    // cut to admit a newcomer
   std::atomic<uint64_t> timed_out{0};  // cut at the request deadline
+  std::atomic<uint64_t> too_large{0};  // a POST body over max_body_bytes: 413
 };
 
 /// An HTTP or HTTPS server (libmicrohttpd, over GnuTLS for HTTPS) that answers GET and HEAD on a
-/// fixed set of paths; other paths get 404, other methods 405. It knows nothing of what it
+/// fixed set of paths, and POST on the paths of HttpServerOptions::post_paths (the admission
+/// webhook's); other paths get 404, other methods 405. It knows nothing of what it
 /// serves: handlers decide, from the request and the client certificate's verification, what to
 /// answer. When a client CA is set, clients are asked for a certificate (not required: a handler
 /// may serve a path to anyone, e.g. the kubelet's probes) and each request says whether the CA

@@ -45,6 +45,27 @@ unsigned ExpectedEfaDevices(const std::string& instance_type) {
   return it == kExpected.end() ? 0 : it->second;
 }
 
+unsigned AcceleratorsPerNode(const std::string& instance_type) {
+  // The same types as above. Written {"type", {n}} so tests/deploy/checks/efa_types.mjs, which
+  // reads the {"type", n} pairs of this file as EFA counts, does not take these for them.
+  struct Count {
+    unsigned n;
+  };
+  static const std::map<std::string, Count> kAccelerators = {
+      {"p4d.24xlarge", {8}},    {"p4de.24xlarge", {8}}, {"p5.48xlarge", {8}},
+      {"p5e.48xlarge", {8}},    {"p5en.48xlarge", {8}}, {"p6-b200.48xlarge", {8}},
+      {"g6.12xlarge", {4}},     {"g6.48xlarge", {8}},   {"g6e.12xlarge", {4}},
+      {"g6e.24xlarge", {4}},    {"g6e.48xlarge", {8}},  {"trn1.32xlarge", {16}},
+      {"trn1n.32xlarge", {16}}, {"g5.8xlarge", {1}},    {"g5.12xlarge", {4}},
+      {"g5.16xlarge", {1}},     {"g5.24xlarge", {4}},   {"g5.48xlarge", {8}},
+      {"g6.8xlarge", {1}},      {"g6.16xlarge", {1}},   {"g6.24xlarge", {4}},
+      {"g6e.8xlarge", {1}},     {"g6e.16xlarge", {1}},  {"trn2.48xlarge", {16}},
+      {"trn2u.48xlarge", {16}},
+  };
+  const auto it = kAccelerators.find(instance_type);
+  return it == kAccelerators.end() ? 0 : it->second.n;
+}
+
 double ExpectedNetworkBytesPerSecond(const std::string& instance_type) {
   // Gbit/s per EFA interface (written as doubles: tests/deploy/checks/efa_types.mjs reads the
   // integer table above as the EFA counts): the type's "Network bandwidth (Gbps)" in the EC2 User

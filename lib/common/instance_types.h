@@ -12,6 +12,11 @@ namespace efawatch::common {
 /// instance type data for g6.12xlarge (1); see efa-and-libfabric.md §2.
 unsigned ExpectedEfaDevices(const std::string& instance_type);
 
+/// The GPUs (nvidia.com/gpu) or Trainium devices (aws.amazon.com/neuron) an instance type has,
+/// or 0 when we do not know it (EC2 User Guide, accelerated computing instance specifications).
+/// A pod that requests them all takes the whole node, and so should take all its EFA devices.
+unsigned AcceleratorsPerNode(const std::string& instance_type);
+
 /// The network bandwidth the instance type's EFA devices give together, in bytes a second: the
 /// EFA count above times each device's rate (EC2's network bandwidth for the type divided among
 /// its EFA interfaces), or 0 when the type is not known. What a healthy cross-node collective

@@ -521,6 +521,23 @@ std::vector<MetricDef> BuildTable() {
        "metrics client CA: 403) or bearer_token (missing or wrong: 401). Only with "
        "--metrics-tls-client-ca or --metrics-bearer-token-file.",
        {"reason"}},
+      {M::kAdmissionReviewsTotal.name(),
+       T::kCounter,
+       "AdmissionReviews the webhook (`efawatch admission`) answered, by result: allowed (judged, "
+       "nothing found), warned, denied (--enforce or the namespace label efawatch.io/enforce), "
+       "skipped (not a pod that touches the fabric), exempt (an exempt namespace), opted_out "
+       "(the pod's efawatch.io/admission-opt-out annotation). docs/admission.md.",
+       {"result"}},
+      {M::kAdmissionFindingsTotal.name(),
+       T::kCounter,
+       "Rules the webhook found broken, by rule (settings.* as `efawatch doctor` names them, "
+       "pod.*) and by the review's result (warned, denied, opted_out).",
+       {"rule", "result"}},
+      {M::kAdmissionBadRequestsTotal.name(),
+       T::kCounter,
+       "Requests to the webhook refused before a review: malformed (not an AdmissionReview: "
+       "400) or too_large (a body over --max-body-bytes: 413).",
+       {"reason"}},
   };
   for (size_t i = 0; i < efa::KnownCounters().size(); ++i) {
     const auto& c = efa::KnownCounters()[i];
@@ -629,6 +646,10 @@ const std::vector<DebugOnlyGroup>& DebugOnlyMetrics() {
       {"Doctor FAILs over a pod's NCCL processes (hostPID only): `efawatch doctor --agent` shows "
        "them; the node's own FAILs are alerted (EfawatchDoctorFailing).",
        {"efawatch_doctor_pod_failures"}},
+      {"The admission webhook's counts (`efawatch admission`, on its own /metrics, not the "
+       "agent's): what it warned about, denied and refused; docs/admission.md.",
+       {"efawatch_admission_bad_requests_total", "efawatch_admission_findings_total",
+        "efawatch_admission_reviews_total"}},
   };
   return groups;
 }

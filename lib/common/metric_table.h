@@ -142,6 +142,10 @@ struct M {
   static constexpr Metric kNcclInspectorStale{"efawatch_nccl_inspector_stale"};
   static constexpr Metric kFabricExpectedBandwidthBytesPerSecond{
       "efawatch_fabric_expected_bandwidth_bytes_per_second"};
+  // The admission webhook (`efawatch admission`), served on its own /metrics.
+  static constexpr Metric kAdmissionReviewsTotal{"efawatch_admission_reviews_total"};
+  static constexpr Metric kAdmissionFindingsTotal{"efawatch_admission_findings_total"};
+  static constexpr Metric kAdmissionBadRequestsTotal{"efawatch_admission_bad_requests_total"};
 
   /// efawatch_efa_<counter>_total for a hw_counters name the EFA counter table knows
   /// (efa_counters.h), nullopt for any other name (exported generically as efawatch_rdma_hw_stat).

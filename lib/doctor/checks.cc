@@ -17,6 +17,7 @@
 #include "lib/doctor/known_bad.h"
 #include "lib/doctor/libraries.h"
 #include "lib/doctor/loaded.h"
+#include "lib/doctor/settings_rules.h"
 #include "lib/inspector/start_lines.h"
 
 namespace efawatch::doctor {
@@ -36,8 +37,6 @@ std::string Env(const Target& t, const std::string& name) {
   auto it = t.env.find(name);
   return it == t.env.end() ? "" : it->second;
 }
-
-bool HasEnv(const Target& t, const std::string& name) { return t.env.count(name) > 0; }
 
 Check Make(std::string id, Status s, std::string summary, std::string evidence,
            std::string fix = "") {
@@ -431,53 +430,9 @@ Check ShmSize(const Target& t) {
 
 // --- settings -------------------------------------------------------------------------------
 
-Check SocketIfname(const Target& t) {
-  const std::string v = Env(t, "NCCL_SOCKET_IFNAME");
-  if (v.empty()) {
-    return Make("settings.nccl_socket_ifname", Status::kPass,
-                "NCCL_SOCKET_IFNAME unset (NCCL skips lo and docker*)", "");
-  }
-  // "^lo,docker" excludes; "=lo" or "lo" selects (prefix match).
-  const bool excludes = v.front() == '^';
-  std::string list = v.substr(excludes || v.front() == '=' ? 1 : 0);
-  bool selects_bad = false;
-  std::istringstream ss(list);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!excludes && (item.starts_with("lo") || item.starts_with("docker"))) selects_bad = true;
-  }
-  if (selects_bad) {
-    return Make("settings.nccl_socket_ifname", Status::kFail,
-                "NCCL_SOCKET_IFNAME selects loopback or a docker bridge: a multi-node job cannot "
-                "bootstrap",
-                "NCCL_SOCKET_IFNAME=" + v,
-                "set NCCL_SOCKET_IFNAME=^lo,docker (or the node's interface, e.g. eth0)");
-  }
-  return Make("settings.nccl_socket_ifname", Status::kPass, "interface selection is routable",
-              "NCCL_SOCKET_IFNAME=" + v);
-}
-
-Check ForcedTcp(const Target& t, const Facts& f) {
-  std::string why;
-  if (Env(t, "NCCL_IB_DISABLE") == "1") why = "NCCL_IB_DISABLE=1";
-  if (Env(t, "NCCL_NET") == "Socket")
-    why += (why.empty() ? "" : ", ") + std::string("NCCL_NET=Socket");
-  if (why.empty()) {
-    return Make("settings.nccl_net", Status::kPass, "nothing forces NCCL onto TCP", "");
-  }
-  return Make("settings.nccl_net", f.efa_devices > 0 ? Status::kFail : Status::kWarn,
-              "settings force NCCL onto TCP sockets", why,
-              "unset NCCL_IB_DISABLE and NCCL_NET (aws-ofi-nccl registers as the net)");
-}
-
-Check FiProvider(const Target& t, const Facts& f) {
-  if (!HasEnv(t, "FI_PROVIDER")) {
-    return Make("settings.fi_provider", Status::kPass, "FI_PROVIDER unset", "");
-  }
-  const std::string v = Env(t, "FI_PROVIDER");
-  if (v == "efa") return Make("settings.fi_provider", Status::kPass, "FI_PROVIDER=efa", v);
-  return Make("settings.fi_provider", f.efa_devices > 0 ? Status::kFail : Status::kWarn,
-              "FI_PROVIDER selects a provider other than efa: libfabric traffic goes over TCP",
-              "FI_PROVIDER=" + v, "set FI_PROVIDER=efa (or unset it)");
+// One row of the settings table (settings_rules.cc), shared with the admission webhook.
+Check Setting(std::string_view id, const Target& t, const Facts& f) {
+  return SettingsRuleById(id).judge(t.env, {.efa = f.efa_devices > 0});
 }
 
 Check DeviceRdma(const Target& t, const Facts& f) {
@@ -490,27 +445,6 @@ Check DeviceRdma(const Target& t, const Facts& f) {
   }
   return Make("settings.fi_efa_use_device_rdma", v.empty() ? Status::kSkip : Status::kPass,
               v.empty() ? "FI_EFA_USE_DEVICE_RDMA unset" : "FI_EFA_USE_DEVICE_RDMA=" + v, v);
-}
-
-Check NcclDebug(const Target& t) {
-  const std::string v = Env(t, "NCCL_DEBUG");
-  if (v == "INFO" || v == "TRACE") {
-    return Make("settings.nccl_debug", Status::kPass, "NCCL_DEBUG=" + v + ": the agent sees it", v);
-  }
-  return Make("settings.nccl_debug", Status::kWarn,
-              "NCCL_DEBUG is not INFO: the agent cannot see which transport the job uses",
-              v.empty() ? "unset" : "NCCL_DEBUG=" + v, "set NCCL_DEBUG=INFO in the job");
-}
-
-Check Overrides(const Target& t) {
-  std::string set;
-  for (const char* name : {"NCCL_PROTO", "NCCL_ALGO"}) {
-    if (HasEnv(t, name)) set += (set.empty() ? "" : ", ") + std::string(name) + "=" + Env(t, name);
-  }
-  if (set.empty()) return Make("settings.nccl_overrides", Status::kPass, "no overrides", "");
-  return Make("settings.nccl_overrides", Status::kWarn,
-              "NCCL's protocol or algorithm choice is overridden", set,
-              "remove the override unless a measurement asked for it");
 }
 
 // The NCCL Inspector (docs/inspector.md): loaded (mapped, or named by NCCL_PROFILER_PLUGIN),
@@ -678,11 +612,24 @@ std::vector<Check> RunNodeChecks(const Target& t) {
 
 std::vector<Check> RunChecks(const Target& t) {
   const Facts f = Gather(t);
-  std::vector<Check> out = {
-      GpuDriver(t),    CudaRuntime(t),    GpuPeermem(t, f), NcclLibraries(t, f), NetPlugin(t, f),
-      Libfabric(t, f), EfaProvider(t, f), EfaDevices(t, f), Uverbs(t, f),        Memlock(t, f),
-      ShmSize(t),      SocketIfname(t),   ForcedTcp(t, f),  FiProvider(t, f),    DeviceRdma(t, f),
-      NcclDebug(t),    Overrides(t),      Inspector(t)};
+  std::vector<Check> out = {GpuDriver(t),
+                            CudaRuntime(t),
+                            GpuPeermem(t, f),
+                            NcclLibraries(t, f),
+                            NetPlugin(t, f),
+                            Libfabric(t, f),
+                            EfaProvider(t, f),
+                            EfaDevices(t, f),
+                            Uverbs(t, f),
+                            Memlock(t, f),
+                            ShmSize(t),
+                            Setting("settings.nccl_socket_ifname", t, f),
+                            Setting("settings.nccl_net", t, f),
+                            Setting("settings.fi_provider", t, f),
+                            DeviceRdma(t, f),
+                            Setting("settings.nccl_debug", t, f),
+                            Setting("settings.nccl_overrides", t, f),
+                            Inspector(t)};
   KnownBadChecks(t, f, &out);
   return out;
 }

@@ -14,10 +14,13 @@ namespace efawatch::kube {
 
 inline constexpr char kEfaHealthy[] = "EfaHealthy";
 inline constexpr char kFabricReachable[] = "FabricReachable";
+/// True once the node's fabric checks pass (daemon/signals/fabric_ready.h): what a
+/// NodeReadinessRule waits for before it lifts the node's taint (docs/node-readiness.md).
+inline constexpr char kFabricReady[] = "FabricReady";
 /// Every condition type the agent writes; a type added to the agent belongs here too, or an
 /// uninstall leaves it behind.
-inline constexpr std::array<std::string_view, 2> kAgentConditionTypes = {kEfaHealthy,
-                                                                         kFabricReachable};
+inline constexpr std::array<std::string_view, 3> kAgentConditionTypes = {
+    kEfaHealthy, kFabricReachable, kFabricReady};
 
 /// The agent's condition types that `node` (a v1 Node object) carries in status.conditions, in
 /// the order it lists them; empty for a node without them or an object of another shape.

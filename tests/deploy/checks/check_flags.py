@@ -32,6 +32,7 @@ OTHER_TOOLS = {
     "openssl/curl": {"--days", "--cacert", "--cert", "--key", "--header", "--silent"},
     "prometheus/promtool/amtool": {"--config", "--config.file", "--web.listen-address"},
     "helm": {"--set", "--values", "--version", "--namespace"},
+    "kubelet": {"--register-with-taints"},
 }
 # Written as placeholders for any flag, not as a flag.
 PLACEHOLDERS = {"--x-y", "--flag"}
@@ -52,7 +53,8 @@ def daemon_flags():
 
 def cli_flags():
     flags = set()
-    for f in (SRC / "cli").rglob("*.cc"):
+    # The CLI's commands, `efawatch admission` among them (built in daemon/admission).
+    for f in [*(SRC / "cli").rglob("*.cc"), *(SRC / "daemon/admission").rglob("*.cc")]:
         for m in re.finditer(r'add_(?:option|flag)\(\s*"([^"]+)"', f.read_text()):
             flags |= {n[2:] for n in m.group(1).split(",") if n.startswith("--")}
     return flags | {"help", "version"}

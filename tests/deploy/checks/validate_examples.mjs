@@ -156,14 +156,55 @@ function promiseErrors(rc, agentTypes = efaDeviceTypes()) {
   return errs;
 }
 
+// A NodeReadinessRule (the Node Readiness Controller's readiness.node.x-k8s.io/v1alpha1, whose
+// CRD has no npm schema either) that gates nodes on the agent's FabricReady condition
+// (docs/node-readiness.md): the fields the API requires, FabricReady required True, a taint the
+// controller may manage (its readiness.k8s.io/ prefix) that keeps pods off, and one the agent's
+// DaemonSet tolerates, or the agent that sets FabricReady would never start on the node.
+export function readinessRuleErrors(o, agentTolerations) {
+  const errs = [];
+  const where = `NodeReadinessRule/${o.metadata?.name}`;
+  const spec = o.spec ?? {};
+  if (!o.metadata?.name) errs.push("NodeReadinessRule without metadata.name");
+  if (!spec.nodeSelector) errs.push(`${where}: no nodeSelector (it would taint every node)`);
+  for (const c of spec.conditions ?? []) {
+    if (!c.type || !["True", "False", "Unknown"].includes(c.requiredStatus)) {
+      errs.push(`${where}: condition ${JSON.stringify(c)} needs a type and requiredStatus`);
+    }
+  }
+  if (!(spec.conditions ?? []).some((c) => c.type === "FabricReady" && c.requiredStatus === "True")) {
+    errs.push(`${where}: does not wait for FabricReady True`);
+  }
+  const taint = spec.taint ?? {};
+  if (!taint.key?.startsWith("readiness.k8s.io/")) errs.push(`${where}: taint key ${taint.key} outside readiness.k8s.io/`);
+  if (!["NoSchedule", "NoExecute"].includes(taint.effect)) errs.push(`${where}: taint effect ${taint.effect} keeps no pod off`);
+  if (!["bootstrap-only", "continuous"].includes(spec.enforcementMode)) {
+    errs.push(`${where}: enforcementMode ${spec.enforcementMode} unknown`);
+  }
+  const tolerated = (agentTolerations ?? []).some((t) =>
+    (t.operator === "Exists" && (!t.key || t.key === taint.key)) ||
+    (t.key === taint.key && (!t.effect || t.effect === taint.effect)));
+  if (!tolerated) errs.push(`${where}: the agent's DaemonSet does not tolerate taint ${taint.key}`);
+  return errs;
+}
+
+function agentTolerations() {
+  const ds = parse(readFileSync(`${src}/deploy/kubernetes/base/daemonset.yaml`, "utf8"));
+  return ds.spec.template.spec.tolerations;
+}
+
 function check(text) {
   const errs = [];
   for (const d of parseAllDocuments(text)) {
     if (d.errors.length) errs.push(...d.errors.map((e) => `yaml: ${e.message}`));
     const o = d.toJS();
     if (!o) continue;
+    if (o.apiVersion === "readiness.node.x-k8s.io/v1alpha1" && o.kind === "NodeReadinessRule") {
+      errs.push(...readinessRuleErrors(o, agentTolerations()));
+      continue;
+    }
     if (o.apiVersion !== "ray.io/v1" || o.kind !== "RayCluster") {
-      errs.push(`${o.kind}: only ray.io/v1 RayCluster examples are checked here`);
+      errs.push(`${o.kind}: only ray.io/v1 RayCluster and NodeReadinessRule examples are checked here`);
       continue;
     }
     const e = rayClusterErrors(o);
@@ -216,8 +257,29 @@ function selfTest() {
       process.exit(1);
     }
   }
-  console.log("self-test: invalid RayClusters, and training pods that compete with the agent " +
-    "for a node's EFAs, rejected");
+  const rule = (spec = {}) => ({ metadata: { name: "r" }, spec: {
+    nodeSelector: { matchLabels: { a: "b" } },
+    conditions: [{ type: "FabricReady", requiredStatus: "True" }],
+    taint: { key: "readiness.k8s.io/efawatch.io/fabric-not-ready", effect: "NoSchedule" },
+    enforcementMode: "bootstrap-only", ...spec } });
+  const all = [{ operator: "Exists" }];
+  if (readinessRuleErrors(rule(), all).length) {
+    console.error(`self-test: a good NodeReadinessRule was rejected: ${readinessRuleErrors(rule(), all)}`);
+    process.exit(1);
+  }
+  for (const [what, o, tolerations] of [
+    ["a rule on another condition", rule({ conditions: [{ type: "Ready", requiredStatus: "True" }] }), all],
+    ["a rule without nodeSelector", rule({ nodeSelector: undefined }), all],
+    ["a PreferNoSchedule taint", rule({ taint: { key: "readiness.k8s.io/x", effect: "PreferNoSchedule" } }), all],
+    ["a taint the agent does not tolerate", rule(), [{ key: "other", operator: "Exists" }]],
+  ]) {
+    if (!readinessRuleErrors(o, tolerations).length) {
+      console.error(`self-test: ${what} should have been rejected`);
+      process.exit(1);
+    }
+  }
+  console.log("self-test: invalid RayClusters, training pods that compete with the agent " +
+    "for a node's EFAs, and NodeReadinessRules that would not gate on FabricReady, rejected");
 }
 
 const args = process.argv.slice(2);

@@ -36,6 +36,9 @@ const groups = {
   "apps/v1": "kubernetes-models/apps/v1",
   "rbac.authorization.k8s.io/v1": "kubernetes-models/rbac.authorization.k8s.io/v1",
   "scheduling.k8s.io/v1": "kubernetes-models/scheduling.k8s.io/v1",
+  "policy/v1": "kubernetes-models/policy/v1",
+  "networking.k8s.io/v1": "kubernetes-models/networking.k8s.io/v1",
+  "admissionregistration.k8s.io/v1": "kubernetes-models/admissionregistration.k8s.io/v1",
   "monitoring.coreos.com/v1": "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1",
 };
 
@@ -87,6 +90,7 @@ const AGENT_IDENTITY = "efawatch-agent";
 // Objects without a namespace; every other kind must be in the agent's.
 const CLUSTER_SCOPED = new Set([
   "Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "ClusterIssuer",
+  "ValidatingWebhookConfiguration",
 ]);
 const truthy = (v) => ["true", "1", "yes", "on"].includes(String(v).toLowerCase());
 
@@ -511,6 +515,61 @@ function metricsTlsErrors(objs, c, pod) {
   return errs;
 }
 
+// The admission component's promises (docs/admission.md): it can never be the reason a cluster
+// breaks. Every webhook fails open (failurePolicy Ignore) within 2 s, leaves kube-system and the
+// agent's namespace alone, calls a Service of the rendering whose pods two replicas serve, a
+// PodDisruptionBudget and a NetworkPolicy cover, with a CA bundle cert-manager injects from a
+// Certificate of the rendering. Without the component, no webhook at all.
+export function admissionErrors(objs, comps) {
+  const errs = [];
+  const of = (k) => objs.filter((o) => o.kind === k);
+  const configs = of("ValidatingWebhookConfiguration");
+  if (!comps.has("admission")) {
+    return configs.length ? ["a ValidatingWebhookConfiguration without the admission component"] : [];
+  }
+  if (configs.length !== 1) return [`${configs.length} ValidatingWebhookConfigurations, not 1`];
+  const [vwc] = configs;
+  const inject = vwc.metadata.annotations?.["cert-manager.io/inject-ca-from"] ?? "";
+  const [certNs, certName] = inject.split("/");
+  if (!of("Certificate").some((c) => c.metadata.namespace === certNs && c.metadata.name === certName)) {
+    errs.push(`webhook CA injected from ${inject || "(none)"}, no Certificate of the rendering`);
+  }
+  const labels = (sel) => Object.entries(sel?.matchLabels ?? {});
+  const selects = (sel, podLabels) => labels(sel).length > 0 &&
+    labels(sel).every(([k, v]) => podLabels?.[k] === v);
+  for (const w of vwc.webhooks ?? []) {
+    const where = `webhook ${w.name}`;
+    if (w.failurePolicy !== "Ignore") errs.push(`${where}: failurePolicy ${w.failurePolicy}, not Ignore`);
+    if (!(w.timeoutSeconds <= 2)) errs.push(`${where}: timeoutSeconds ${w.timeoutSeconds}, over 2`);
+    const exempt = (w.namespaceSelector?.matchExpressions ?? []).find(
+      (e) => e.key === "kubernetes.io/metadata.name" && e.operator === "NotIn");
+    for (const ns of ["kube-system", "efawatch"]) {
+      if (!exempt?.values?.includes(ns)) errs.push(`${where}: namespace ${ns} not exempt`);
+    }
+    const ref = w.clientConfig?.service;
+    const svc = of("Service").find((o) => o.metadata.name === ref?.name && o.metadata.namespace === ref?.namespace);
+    if (!svc) {
+      errs.push(`${where}: calls Service ${ref?.namespace}/${ref?.name}, not in the rendering`);
+      continue;
+    }
+    const dep = of("Deployment").find((d) =>
+      Object.entries(svc.spec.selector ?? {}).every(([k, v]) => d.spec.template.metadata.labels?.[k] === v));
+    if (!dep) {
+      errs.push(`${where}: no Deployment behind Service ${svc.metadata.name}`);
+      continue;
+    }
+    const podLabels = dep.spec.template.metadata.labels;
+    if (!(dep.spec.replicas >= 2)) errs.push(`Deployment ${dep.metadata.name}: fewer than 2 replicas`);
+    if (!of("PodDisruptionBudget").some((b) => selects(b.spec.selector, podLabels))) {
+      errs.push(`Deployment ${dep.metadata.name}: no PodDisruptionBudget`);
+    }
+    if (!of("NetworkPolicy").some((n) => selects(n.spec.podSelector, podLabels))) {
+      errs.push(`Deployment ${dep.metadata.name}: no NetworkPolicy`);
+    }
+  }
+  return [...new Set(errs)];
+}
+
 // Promises of the deployment that the schema cannot express.
 function policyErrors(objs, name, comps, image) {
   const errs = [];
@@ -542,6 +601,7 @@ function policyErrors(objs, name, comps, image) {
   errs.push(...deviceErrors(objs, c, pod, comps));
   errs.push(...hostProcessErrors(objs, c, pod, comps));
   errs.push(...monitoringErrors(objs, comps));
+  errs.push(...admissionErrors(objs, comps));
   for (const k of [...(pod.initContainers ?? []), ...pod.containers]) {
     const [repo, tag] = k.image.split(":");
     if (k === c && !image && repo !== IMAGE_NAME) {
@@ -723,6 +783,39 @@ async function selfTest() {
   ]) {
     if (!secretErrors(objs).length) fail(`${what} should have been rejected`);
   }
+  // The admission component: fails open, fast, exempts the system, two replicas, PDB, policy.
+  const admission = new Set(["admission"]);
+  const podLabels = { app: "w" };
+  const webhookObjs = (w = {}, more = {}) => [
+    { kind: "ValidatingWebhookConfiguration", metadata: { name: "v",
+      annotations: { "cert-manager.io/inject-ca-from": "n/c" } },
+    webhooks: [{ name: "w", failurePolicy: "Ignore", timeoutSeconds: 2,
+      namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "NotIn",
+        values: ["kube-system", "efawatch"] }] },
+      clientConfig: { service: { name: "s", namespace: "n" } }, ...w }] },
+    { kind: "Certificate", metadata: { name: "c", namespace: "n" } },
+    { kind: "Service", metadata: { name: "s", namespace: "n" }, spec: { selector: podLabels } },
+    { kind: "Deployment", metadata: { name: "d", namespace: "n" },
+      spec: { replicas: more.replicas ?? 2, template: { metadata: { labels: podLabels } } } },
+    ...(more.noPdb ? [] : [{ kind: "PodDisruptionBudget", spec: { selector: { matchLabels: podLabels } } }]),
+    ...(more.noPolicy ? [] : [{ kind: "NetworkPolicy", spec: { podSelector: { matchLabels: podLabels } } }]),
+  ];
+  if (admissionErrors(webhookObjs(), admission).length) {
+    fail(`a safe webhook was rejected: ${admissionErrors(webhookObjs(), admission)}`);
+  }
+  for (const [what, objs, comps] of [
+    ["failurePolicy Fail", webhookObjs({ failurePolicy: "Fail" }), admission],
+    ["timeoutSeconds 10", webhookObjs({ timeoutSeconds: 10 }), admission],
+    ["kube-system judged", webhookObjs({ namespaceSelector: {} }), admission],
+    ["a Service not rendered", webhookObjs({ clientConfig: { service: { name: "x", namespace: "n" } } }), admission],
+    ["one replica", webhookObjs({}, { replicas: 1 }), admission],
+    ["no PodDisruptionBudget", webhookObjs({}, { noPdb: true }), admission],
+    ["no NetworkPolicy", webhookObjs({}, { noPolicy: true }), admission],
+    ["a webhook without the component", webhookObjs(), none],
+  ]) {
+    if (!admissionErrors(objs, comps).length) fail(`${what} should have been rejected`);
+  }
+
   const defaultAgent = { ...sock(), resources: {} };
   const defaultPod = (volumes, c = defaultAgent) => ({ volumes, containers: [c] });
   if (defaultErrors(defaultAgent, defaultPod(sockPod.volumes)).length) {

@@ -44,17 +44,19 @@ std::vector<Json> EventsWithReason(const TempDir& dir, const std::string& reason
   return out;
 }
 
-// The EfaHealthy condition of the latest node status patch, or null.
-Json LatestEfaCondition(const TempDir& dir) {
-  Json latest;
+// The condition of `type` in the latest node status patch that has it, or an empty object.
+Json LatestCondition(const TempDir& dir, const std::string& type) {
+  Json latest = Json::object();
   for (const Json& w : Writes(dir)) {
     if (w["method"] != "PATCH") continue;
     for (const Json& c : w["body"]["status"]["conditions"]) {
-      if (c["type"] == "EfaHealthy") latest = c;
+      if (c["type"] == type) latest = c;
     }
   }
   return latest;
 }
+
+Json LatestEfaCondition(const TempDir& dir) { return LatestCondition(dir, "EfaHealthy"); }
 
 bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 20s) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -80,15 +82,21 @@ class KubeSignalsAgentTest : public ::testing::Test {
              fs::copy_options::recursive);
   }
   std::unique_ptr<testing::LogAgent> Start(const std::string& objects,
-                                           const std::string& token_file) {
+                                           const std::string& token_file,
+                                           std::vector<std::string> more = {}) {
     testing::WriteFile(dir_.File("objects.json"), objects);
-    return std::make_unique<testing::LogAgent>(
-        dir_, std::vector<std::string>{
-                  "--pod-log-root=" + dir_.File("pods"), "--sysfs-root=" + dir_.File("tree/sys"),
-                  "--procfs-root=" + dir_.File("tree/proc"), "--efa-evaluate-interval-seconds=1",
-                  "--mesh-k8s-api=" + url_, "--mesh-k8s-token-file=" + token_file,
-                  "--mesh-k8s-ca-file=" + dir_.File("ca.pem"), "--kube-signals-interval-ms=200",
-                  "--node-name=node-a", "--workload-identity=false"});
+    std::vector<std::string> args = {"--pod-log-root=" + dir_.File("pods"),
+                                     "--sysfs-root=" + dir_.File("tree/sys"),
+                                     "--procfs-root=" + dir_.File("tree/proc"),
+                                     "--efa-evaluate-interval-seconds=1",
+                                     "--mesh-k8s-api=" + url_,
+                                     "--mesh-k8s-token-file=" + token_file,
+                                     "--mesh-k8s-ca-file=" + dir_.File("ca.pem"),
+                                     "--kube-signals-interval-ms=200",
+                                     "--node-name=node-a",
+                                     "--workload-identity=false"};
+    args.insert(args.end(), more.begin(), more.end());
+    return std::make_unique<testing::LogAgent>(dir_, args);
   }
   std::string Counter() const {
     return dir_.File("tree/sys/class/infiniband/rdmap0s31/hw_counters/no_completion_cmds");
@@ -138,6 +146,50 @@ TEST_F(KubeSignalsAgentTest, EventOnThePodOnceAndEfaConditionRaisedAndCleared) {
   ASSERT_TRUE(WaitUntil([&] { return LatestEfaCondition(dir_).value("status", "") == "True"; }))
       << agent->proc().Stderr();
   EXPECT_EQ(LatestEfaCondition(dir_)["reason"], "EfaDevicesHealthy");
+}
+
+// FabricReady on the g6.12xlarge fixture (its one EFA device present, doctor without FAIL): True
+// once the agent's responder (libfabric tcp on loopback here) answers its self-ping; False,
+// naming why, when no responder runs, or when the doctor finds a GPU without its driver.
+TEST_F(KubeSignalsAgentTest, FabricReadyTrueOnceTheChecksPassFalseWithAReason) {
+  auto agent = Start(R"({"namespaces": {}, "nodes": []})", dir_.File("client-token"),
+                     {"--fabric-providers=tcp", "--fabric-interface=lo"});
+  ASSERT_NE(agent->port(), 0) << agent->proc().Stderr();
+  ASSERT_TRUE(WaitUntil([&] {
+    return LatestCondition(dir_, "FabricReady").value("status", "") == "True";
+  })) << LatestCondition(dir_, "FabricReady").dump()
+      << agent->proc().Stderr();
+  const Json ready = LatestCondition(dir_, "FabricReady");
+  EXPECT_EQ(ready["reason"], "FabricChecksPassed");
+  EXPECT_NE(ready["message"].get<std::string>().find("pongs over tcp"), std::string::npos)
+      << ready.dump();
+  agent.reset();
+
+  auto off = Start(R"({"namespaces": {}, "nodes": []})", dir_.File("client-token"),
+                   {"--fabric-responder=false"});
+  ASSERT_NE(off->port(), 0) << off->proc().Stderr();
+  ASSERT_TRUE(WaitUntil([&] {
+    return LatestCondition(dir_, "FabricReady").value("reason", "") == "FabricResponderOff";
+  })) << LatestCondition(dir_, "FabricReady").dump()
+      << off->proc().Stderr();
+  EXPECT_EQ(LatestCondition(dir_, "FabricReady")["status"], "False");
+  off.reset();
+
+  // An NVIDIA GPU on the PCI bus and no driver loaded: doctor's gpu.driver FAILs.
+  const fs::path gpu = fs::path(dir_.File("tree/sys/bus/pci/devices/0000:00:1e.0"));
+  fs::create_directories(gpu);
+  testing::WriteFile((gpu / "vendor").string(), "0x10de\n");
+  testing::WriteFile((gpu / "class").string(), "0x030200\n");
+  fs::remove(dir_.File("tree/proc/driver/nvidia/version"));
+  auto failing = Start(R"({"namespaces": {}, "nodes": []})", dir_.File("client-token"),
+                       {"--fabric-providers=tcp", "--fabric-interface=lo"});
+  ASSERT_NE(failing->port(), 0) << failing->proc().Stderr();
+  ASSERT_TRUE(WaitUntil([&] {
+    return LatestCondition(dir_, "FabricReady").value("reason", "") == "DoctorFailing";
+  })) << LatestCondition(dir_, "FabricReady").dump()
+      << failing->proc().Stderr();
+  EXPECT_NE(LatestCondition(dir_, "FabricReady")["message"].get<std::string>().find("gpu.driver"),
+            std::string::npos);
 }
 
 TEST_F(KubeSignalsAgentTest, WithoutRbacNothingIsWrittenAndTheAgentCarriesOn) {
