@@ -110,6 +110,7 @@ absl::Status App::Start() {
   if (auto st = CreateCollectiveSchedule(); !st.ok()) return st;
   CreateWorkloads();
   CreateSignals();
+  CreateSelfPing(endpoint);
   if (auto st = CreateMetrics(); !st.ok()) return st;
   // Background work starts once both edges are bound: a bad configuration exits before any.
   efa_->Start();
@@ -230,12 +231,17 @@ fabric::EndpointOptions App::CreateFabric() {
     spdlog::info("fabric responder: off (--fabric-responder=false); probes still run");
   }
   PublishFabricFindings();
-  // FabricReady's proof that the fabric carries messages: a ping of our own responder.
-  const fabric::Responder* responder = fabric_->responder();
-  self_ping_ = std::make_unique<agent::SelfPing>(fopts.endpoint,
-                                                 responder != nullptr ? responder->address() : "",
-                                                 std::chrono::minutes(1), clock_);
   return fopts.endpoint;
+}
+
+void App::CreateSelfPing(const fabric::EndpointOptions& endpoint) {
+  // FabricReady's proof that the fabric carries messages: a ping of our own responder. Only
+  // where FabricReady is written (the Kubernetes signals run): elsewhere nobody reads it, and a
+  // fresh endpoint a minute costs an idle agent 2 MiB and its responder's counters a ping.
+  if (!signals_ || !fabric_) return;
+  const fabric::Responder* responder = fabric_->responder();
+  self_ping_ = std::make_unique<agent::SelfPing>(
+      endpoint, responder != nullptr ? responder->address() : "", std::chrono::minutes(1), clock_);
 }
 
 absl::Status App::CreatePeers() {

@@ -125,6 +125,8 @@ class App final {
   absl::Status CreateMesh(const fabric::EndpointOptions& endpoint);
   void CreateWorkloads();  // sets workloads_ when --workload-identity is on and a token exists
   void CreateSignals();    // sets signals_ when --kube-signals is on and a token exists
+  // Sets self_ping_ (FabricReady's ping of our own responder) where the signals run.
+  void CreateSelfPing(const fabric::EndpointOptions& endpoint);
   // The FabricReady condition from the doctor, the EFA count and the self-ping; nullopt on a
   // node without EFA present or expected.
   std::optional<signals::NodeCondition> FabricReady(const state::NodeState& node) const;
