@@ -21,11 +21,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::Checkpoints;
 using testing::FixtureLines;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::TempDir;
-using testing::Checkpoints;
 using testing::Value;
 
 void AppendCri(const fs::path& f, const std::vector<std::string>& lines, size_t from = 0,
@@ -112,11 +112,7 @@ TEST(PodLogsTest, CountsEveryLineOnceThroughRotationTruncationDeletionAndSigkill
   EXPECT_GE(Value(s, "efawatch_logs_truncations_total"), 1);
   // Let a checkpoint record this state (every 5 s), so what follows is "mid-stream".
   const double writes = Checkpoints(s);
-  s = agent->WaitFor(
-      [&](const std::string& x) {
-        return Checkpoints(x) > writes;
-      },
-      15s);
+  s = agent->WaitFor([&](const std::string& x) { return Checkpoints(x) > writes; }, 15s);
 
   // SIGKILL mid-stream; lines written while the agent is down must be read by the next one.
   AppendCri(c / "0.log", Chatter(100, 2000));

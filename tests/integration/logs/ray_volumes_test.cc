@@ -22,11 +22,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::Checkpoints;
 using testing::FixtureLines;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::TempDir;
-using testing::Checkpoints;
 using testing::Value;
 
 constexpr char kWorker[] =
@@ -135,11 +135,7 @@ TEST(RayVolumesTest, FollowsRaySessionsPerPodThroughRotationSigkillNewSessionAnd
 
   // Let a checkpoint record this, write more, SIGKILL, write more while it is down, restart.
   const double writes = Checkpoints(s);
-  agent->WaitFor(
-      [&](const std::string& x) {
-        return Checkpoints(x) > writes;
-      },
-      15s);
+  agent->WaitFor([&](const std::string& x) { return Checkpoints(x) > writes; }, 15s);
   Append(out_a, {"step 100 loss 1.5", "step 101 loss 1.4"});
   agent->proc().Signal(SIGKILL);
   ASSERT_TRUE(agent->proc().Wait(5s).has_value());
