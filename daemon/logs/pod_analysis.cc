@@ -42,6 +42,15 @@ void MakeValid(ContainerVerdict& v, std::vector<common::Finding>& findings) {
       for (std::string& s : field) common::MakeValidUtf8(&s);
     }
   });
+  // The stack crosses gRPC (proto strings must be UTF-8) and the checkpoint as it is.
+  for (std::string* s : {&v.stack.nccl_version, &v.stack.net_plugin, &v.stack.net_plugin_version,
+                         &v.stack.ofi_provider, &v.stack.gdr}) {
+    common::MakeValidUtf8(s);
+  }
+  for (auto& [name, value] : v.stack.settings) {
+    common::MakeValidUtf8(&name);
+    common::MakeValidUtf8(&value);
+  }
   for (common::Finding& f : findings) {
     for (std::string* s : {&f.subject, &f.message, &f.evidence.source, &f.evidence.text,
                            &f.namespace_name, &f.pod}) {
@@ -216,15 +225,6 @@ ContainerVerdict PodAnalysis::Evaluate(Container& c, std::vector<common::Finding
     f.pod = c.source.HasPod() ? c.source.pod : "";
   }
   MakeValid(v, *findings);
-  // The stack crosses gRPC (proto strings must be UTF-8) and the checkpoint as it is.
-  for (std::string* f : {&v.stack.nccl_version, &v.stack.net_plugin, &v.stack.net_plugin_version,
-                         &v.stack.ofi_provider, &v.stack.gdr}) {
-    common::MakeValidUtf8(f);
-  }
-  for (auto& [name, value] : v.stack.settings) {
-    common::MakeValidUtf8(&name);
-    common::MakeValidUtf8(&value);
-  }
   for (CommunicatorSeries& s : c.comm_candidates) {
     for (std::string* f : {&s.id, &s.transport, &s.provider}) common::MakeValidUtf8(f);
   }
@@ -440,14 +440,6 @@ void PodAnalysis::Restore(std::string_view state) {
     }
     containers_[saved.key] = std::move(c);
   }
-}
-
-bool PodAnalysis::NcclActive() const {
-  std::lock_guard lock(mu_);
-  for (const auto& [key, v] : verdicts_) {
-    if (!v.gone && v.nccl.processes > 0) return true;
-  }
-  return false;
 }
 
 std::vector<ContainerVerdict> PodAnalysis::Verdicts() const {

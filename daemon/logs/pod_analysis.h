@@ -70,8 +70,6 @@ class PodAnalysis final : public LineSink {
   /// deleted while the agent was down) is restored as gone: it expires after the grace period.
   void Restore(std::string_view state) override;
 
-  /// True when a container that is not gone has NCCL processes (for the EFA fallback rule).
-  bool NcclActive() const;
   std::vector<ContainerVerdict> Verdicts() const;
   /// Calls `f` for every container's verdict under the table's lock (no copies: the scrape).
   void ForEachVerdict(const std::function<void(const ContainerVerdict&)>& f) const;
