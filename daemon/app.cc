@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "daemon/app.h"
 
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -24,12 +21,14 @@
 #include "daemon/logs/tailer_collector.h"
 #include "daemon/logs/verdict_metrics.h"
 #include "daemon/module_options.h"
+#include "daemon/port_file.h"
 #include "daemon/rpc/grpc_edge.h"
 #include "daemon/rpc/limits_collector.h"
 #include "daemon/rpc/peer_client.h"
 #include "daemon/signals/fabric_ready.h"
 #include "daemon/signals/kube_signals.h"
 #include "daemon/signals/observe.h"
+#include "daemon/startup_log.h"
 #include "daemon/state/node_rules.h"
 #include "daemon/state/node_state.h"
 #include "daemon/tls/cert_watcher.h"
@@ -37,7 +36,6 @@
 #include "efawatch/version.h"
 #include "lib/common/collector_group.h"
 #include "lib/common/findings_collector.h"
-#include "lib/common/instance_types.h"
 #include "lib/common/process_collector.h"
 #include "probes/collective/collective_collector.h"
 #include "probes/collective/host_backend.h"
@@ -51,23 +49,6 @@
 
 namespace efawatch {
 
-absl::Status WritePortFile(const std::string& path, int metrics_port, int grpc_port) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << "{\"metrics\": " << metrics_port << ", \"grpc\": " << grpc_port << "}\n";
-    out.flush();
-    if (!out)
-      return absl::InvalidArgumentError(absl::StrCat("--port-file=", path, ": cannot write"));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    return absl::InvalidArgumentError(absl::StrCat("--port-file=", path, ": ", ec.message()));
-  }
-  return absl::OkStatus();
-}
-
 App::App(const Config& config, const common::Clock& clock)
     : config_(config), clock_(clock), start_time_(clock.WallNow()), findings_(clock) {}
 
@@ -76,18 +57,6 @@ absl::StatusOr<std::unique_ptr<App>> App::Create(const Config& config, const com
   if (auto st = app->Start(); !st.ok()) return st;
   return app;
 }
-
-namespace {
-
-// The mesh's latest round as the node-state board keeps it.
-std::vector<state::MeshPeer> MeshPeersOf(const mesh::MeshSnapshot& snapshot) {
-  std::vector<state::MeshPeer> out;
-  out.reserve(snapshot.peers.size());
-  for (const mesh::PeerState& p : snapshot.peers) out.push_back({p.node, p.agent, p.up});
-  return out;
-}
-
-}  // namespace
 
 absl::Status App::Start() {
   spdlog::info("efawatchd {} ({}) starting on node {}", EFAWATCH_VERSION, EFAWATCH_REVISION,
@@ -125,26 +94,16 @@ absl::Status App::Start() {
 }
 
 void App::CreateInspector() {
-  const inspector::InspectorCollectorOptions o = InspectorOptionsFrom(config_);
+  inspector::InspectorCollectorOptions o = InspectorOptionsFrom(config_);
+  o.on_summaries = [this](auto comms) { board_.PublishInspector(std::move(comms)); };
   inspector_ = std::make_unique<inspector::InspectorCollector>(o, clock_);
   inspector_tailer_ = std::make_unique<logs::Tailer>(
       inspector::InspectorTailerOptions(o, inspector_.get()), inspector_.get(), clock_);
-  spdlog::info("NCCL Inspector files: pod volumes{}{}",
-               o.inspector_dir.empty() ? "" : " and " + o.inspector_dir.string(),
-               o.expected_bytes_per_second > 0
-                   ? fmt::format(", expected network bandwidth {:.1f} GB/s ({})",
-                                 o.expected_bytes_per_second / 1e9, o.instance_type)
-                   : "");
+  startup::LogInspector(o);
 }
 
 void App::CreateLogs() {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(config_.paths.pod_log_root, ec)) {
-    spdlog::warn("pod log root {} does not exist: no pod logs to analyze until it does",
-                 config_.paths.pod_log_root.string());
-  } else {
-    spdlog::info("log analysis: pod log root {}", config_.paths.pod_log_root.string());
-  }
+  startup::LogPodLogs(config_);
   logs::PodAnalysisOptions popts = PodAnalysisOptionsFrom(config_);
   popts.on_verdicts = [this](auto verdicts) { board_.PublishPods(std::move(verdicts)); };
   pods_ = std::make_unique<logs::PodAnalysis>(popts, clock_, &findings_);
@@ -159,28 +118,17 @@ void App::CreateLogs() {
 
 void App::CreateEfa() {
   efa::EfaMonitorOptions eopts = EfaOptionsFrom(config_);
-  // The node's advertised EFA devices, which the Kubernetes signals read with the node (signals_
-  // is set once at start, before the EFA thread runs; the first evaluation, here, sees none).
-  eopts.advertised = [this]() -> std::optional<unsigned> {
-    return signals_ ? signals_->AdvertisedEfa() : std::nullopt;
-  };
+  // The node's advertised EFA devices, which the Kubernetes signals read with the node.
+  eopts.advertised = [this] { return board_.Snapshot()->efa_advertised; };
   eopts.on_efa_devices = [this](unsigned n) { board_.PublishEfa(n); };
   // The EFA fallback rule needs to know whether NCCL jobs run here, and what our own probes
   // moved over ethernet. fabric_ is set once at start, before the EFA thread runs.
   efa_ = std::make_unique<efa::EfaMonitor>(
       eopts, clock_, &findings_, [this] { return state::NcclActive(*board_.Snapshot()); },
       [this]() -> uint64_t { return fabric_ ? fabric_->OwnEthernetTrafficBytes() : 0; });
+  board_.PublishEfaExpected(eopts.health.type_supports);
   efa_->EvaluateOnce();
-  if (efa_->efa_devices() == 0) {
-    spdlog::info("EFA: absent (no EFA devices under {}/class/infiniband)",
-                 config_.paths.sysfs.string());
-  } else {
-    spdlog::info("EFA: {} device(s) under {}/class/infiniband{}", efa_->efa_devices(),
-                 config_.paths.sysfs.string(),
-                 eopts.health.expectation == efa::Expectation::kCount
-                     ? fmt::format(", {} expected", eopts.health.expected_devices)
-                     : "");
-  }
+  startup::LogEfa(config_, efa_->efa_devices(), eopts);
 }
 
 fabric::EndpointOptions App::CreateFabric() {
@@ -188,10 +136,7 @@ fabric::EndpointOptions App::CreateFabric() {
   // says why it has no responder.
   SetLibfabricDefaults();
   spdlog::info("libfabric {}", fabric::LoadedLibfabric());
-  fabric::FabricServiceOptions fopts;
-  fopts.responder = config_.fabric_responder;
-  fopts.responder_options.rx_depth = config_.fabric_rx_depth;
-  fopts.responder_options.max_message_bytes = config_.fabric_max_message_bytes;
+  fabric::FabricServiceOptions fopts = FabricServiceOptionsFrom(config_);
   fopts.on_probe_done = [this] { PublishFabricFindings(); };
   fopts.budget = &memory_budget_;
   absl::StatusOr<std::unique_ptr<fabric::FabricService>> fabric =
@@ -221,15 +166,7 @@ fabric::EndpointOptions App::CreateFabric() {
       collective::NcclBackendFactory({.log_dir = config_.state_dir}), clock_);
   collective_collector_ = std::make_unique<collective::CollectiveCollector>(*collective_);
   fabric_collector_ = std::make_unique<fabric::FabricCollector>(*fabric_);
-  if (const fabric::Responder* r = fabric_->responder(); r != nullptr) {
-    spdlog::info("fabric responder: provider {} fabric {} domain {} at {}; {}", r->info().provider,
-                 r->info().fabric, r->info().domain, r->printable_address(),
-                 r->info().source ? "answers only the real sender (FI_SOURCE)"
-                                  : "answers the sender a message claims (no trusted FI_SOURCE "
-                                    "on this provider; docs/security.md)");
-  } else {
-    spdlog::info("fabric responder: off (--fabric-responder=false); probes still run");
-  }
+  startup::LogResponder(fabric_->responder());
   PublishFabricFindings();
   return fopts.endpoint;
 }
@@ -241,7 +178,9 @@ void App::CreateSelfPing(const fabric::EndpointOptions& endpoint) {
   if (!signals_ || !fabric_) return;
   const fabric::Responder* responder = fabric_->responder();
   self_ping_ = std::make_unique<agent::SelfPing>(
-      endpoint, responder != nullptr ? responder->address() : "", std::chrono::minutes(1), clock_);
+      endpoint, responder != nullptr ? responder->address() : "", std::chrono::minutes(1), clock_,
+      [this](const auto& s) { board_.PublishSelfPing(s); });
+  board_.PublishSelfPing(self_ping_->Latest());
 }
 
 absl::Status App::CreatePeers() {
@@ -251,11 +190,7 @@ absl::Status App::CreatePeers() {
   peer_lookup_ = std::make_unique<rpc::GrpcPeerLookup>(*peer_channels_);
   collective_calls_ = std::make_unique<rpc::GrpcCollectiveCalls>(*peer_channels_);
   agent::TargetPolicyOptions t = TargetPolicyOptionsFrom(config_);
-  std::vector<std::string> blocks;
-  for (const auto& c : t.allowed) blocks.push_back(c.ToString());
-  spdlog::info("probe targets: agents in {}{}",
-               blocks.empty() ? "(none)" : absl::StrJoin(blocks, ", "),
-               t.allow_loopback ? " and on loopback" : "");
+  startup::LogTargets(t);
   targets_ = std::make_unique<agent::TargetPolicy>(std::move(t));
   probes_ = std::make_unique<agent::ProbeRunner>(fabric_.get(), *peer_lookup_, *targets_);
   coordination_ = std::make_unique<agent::Coordination>(
@@ -320,11 +255,7 @@ absl::Status App::CreateMetrics() {
       }
     });
   }
-  spdlog::info("metrics on {} (port {}, {}), gRPC on {} (port {}, {})", config_.metrics_listen,
-               metrics_->port(), MetricsSecurity(config_), config_.grpc_listen, grpc_->port(),
-               config_.grpc_tls_cert.empty()        ? "plaintext"
-               : config_.grpc_tls_client_ca.empty() ? "TLS"
-                                                    : "mutual TLS");
+  startup::LogEdges(config_, metrics_->port(), grpc_->port());
   if (!config_.port_file.empty()) {
     return WritePortFile(config_.port_file, metrics_->port(), grpc_->port());
   }
@@ -346,7 +277,7 @@ absl::Status App::CreateMesh(const fabric::EndpointOptions& endpoint) {
       m, *std::move(source), *peer_lookup_,
       [this](std::vector<common::Finding> f) {
         findings_.Publish("mesh", std::move(f));
-        board_.PublishMesh(MeshPeersOf(mesh_->Snapshot()));
+        board_.PublishMesh(state::MeshPeersOf(mesh_->Snapshot()));
       },
       clock_);
   if (!created.ok()) return created.status();
@@ -420,33 +351,19 @@ void App::CreateSignals() {
     return;
   }
   const kube::ApiOptions api = KubeApiFrom(config_);
+  signals::KubeSignalsOptions o = KubeSignalsOptionsFrom(config_, api);
+  o.on_advertised_efa = [this](auto efa) { board_.PublishEfaAdvertised(efa); };
   signals_ = std::make_unique<signals::KubeSignals>(
-      KubeSignalsOptionsFrom(config_, api),
-      [this] {
-        const auto node = board_.Snapshot();
-        signals::Observation o = signals::Observe(*node, *findings_.Snapshot());
-        if (auto ready = FabricReady(*node)) o.conditions.push_back(*std::move(ready));
-        return o;
-      },
+      std::move(o), [this] { return signals::Observe(*board_.Snapshot(), *findings_.Snapshot()); },
       KubeSender(api), clock_);
   spdlog::info("kubernetes signals: Events on pods with NCCL problems, NodeConditions on node {}",
                config_.node_name);
 }
 
-// FabricReady (a NodeReadinessRule's gate, docs/node-readiness.md), where EFA is or should be:
-// its rule is signals::FabricReadyCondition; this gathers what it reads from the modules.
-std::optional<signals::NodeCondition> App::FabricReady(const state::NodeState& node) const {
-  signals::FabricReadyInputs in;
-  if (const auto report = doctor_ ? doctor_->Latest() : nullptr) in.doctor = report->node;
-  in.efa_devices = node.efa_devices;
-  in.efa_expected = common::ExpectedEfaDevices(common::InstanceTypeFromDmi(config_.paths.sysfs));
-  if (self_ping_) in.self_ping = self_ping_->Latest();
-  if (in.efa_devices == 0 && in.efa_expected == 0) return std::nullopt;
-  return signals::FabricReadyCondition(in);
-}
-
 void App::CreateDoctor() {
-  doctor_ = std::make_unique<doctor::DoctorRunner>(DoctorOptionsFrom(config_), &findings_, clock_);
+  doctor::DoctorRunnerOptions o = DoctorOptionsFrom(config_);
+  o.on_report = [this](const doctor::Report& r) { board_.PublishDoctor(r.node); };
+  doctor_ = std::make_unique<doctor::DoctorRunner>(std::move(o), &findings_, clock_);
 }
 
 void App::Stop() {
@@ -513,15 +430,12 @@ int App::metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 int App::grpc_port() const { return grpc_ ? grpc_->port() : 0; }
 
 common::NodeHealth App::GetNodeHealth() const {
-  common::NodeHealth h = state::NodeHealthOf(*board_.Snapshot(),
-                                             {.node = config_.node_name,
-                                              .version = EFAWATCH_VERSION,
-                                              .revision = EFAWATCH_REVISION,
-                                              .start_time = start_time_},
-                                             collector_status_.Snapshot(), *findings_.Snapshot());
-  // Computed from the Inspector's tables when asked, not published: the one module read left.
-  if (inspector_) h.inspector = inspector_->Summaries();
-  return h;
+  return state::NodeHealthOf(*board_.Snapshot(),
+                             {.node = config_.node_name,
+                              .version = EFAWATCH_VERSION,
+                              .revision = EFAWATCH_REVISION,
+                              .start_time = start_time_},
+                             collector_status_.Snapshot(), *findings_.Snapshot());
 }
 
 }  // namespace efawatch

@@ -7,7 +7,9 @@ target_link_libraries(efawatch_config PUBLIC efawatch_common absl::statusor absl
 
 add_library(efawatch_app STATIC ${CMAKE_CURRENT_SOURCE_DIR}/app.cc
                                 ${CMAKE_CURRENT_SOURCE_DIR}/module_options.cc
-                                ${CMAKE_CURRENT_SOURCE_DIR}/logging.cc)
+                                ${CMAKE_CURRENT_SOURCE_DIR}/logging.cc
+                                ${CMAKE_CURRENT_SOURCE_DIR}/port_file.cc
+                                ${CMAKE_CURRENT_SOURCE_DIR}/startup_log.cc)
 efawatch_warnings(efawatch_app)
 efawatch_module(efawatch_app)
 target_link_libraries(efawatch_app PUBLIC efawatch_config efawatch_common efawatch_efa

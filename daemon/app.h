@@ -127,9 +127,6 @@ class App final {
   void CreateSignals();    // sets signals_ when --kube-signals is on and a token exists
   // Sets self_ping_ (FabricReady's ping of our own responder) where the signals run.
   void CreateSelfPing(const fabric::EndpointOptions& endpoint);
-  // The FabricReady condition from the doctor, the EFA count and the self-ping; nullopt on a
-  // node without EFA present or expected.
-  std::optional<signals::NodeCondition> FabricReady(const state::NodeState& node) const;
   void CreateDoctor();
   // Builds the scheduled collective probe with --collective-probe-interval-ms (not started).
   absl::Status CreateCollectiveSchedule();
@@ -179,9 +176,5 @@ class App final {
   std::unique_ptr<agent::Operations> ops_;  // What the gRPC edge calls.
   std::unique_ptr<rpc::GrpcEdge> grpc_;
 };
-
-/// Writes {"metrics": port, "grpc": port} to `path` atomically (write, then rename), so a test
-/// that polls for the file never reads half of it.
-absl::Status WritePortFile(const std::string& path, int metrics_port, int grpc_port);
 
 }  // namespace efawatch

@@ -20,6 +20,14 @@ kube::ApiOptions KubeApiFrom(const Config& c) {
   return api;
 }
 
+fabric::FabricServiceOptions FabricServiceOptionsFrom(const Config& c) {
+  fabric::FabricServiceOptions o;
+  o.responder = c.fabric_responder;
+  o.responder_options.rx_depth = c.fabric_rx_depth;
+  o.responder_options.max_message_bytes = c.fabric_max_message_bytes;
+  return o;
+}
+
 logs::TailerOptions TailerOptionsFrom(const Config& c) {
   logs::TailerOptions o;
   o.pod_log_root = c.paths.pod_log_root;

@@ -23,6 +23,7 @@
 #include "daemon/tls/cert_watcher.h"
 #include "daemon/workloads/workloads.h"
 #include "lib/kube/api_client.h"
+#include "probes/fabric/fabric_service.h"
 #include "probes/mesh/discovery.h"
 #include "probes/mesh/mesh.h"
 
@@ -46,6 +47,8 @@ std::vector<std::pair<std::vector<std::string>, std::string>> FabricAttempts(con
 /// libfabric's rxm settings the agent's probes need, unless the user set them: in the
 /// environment, before the first fi_getinfo, while no thread runs.
 void SetLibfabricDefaults();
+/// The fabric service's options but its providers and interface (FabricAttempts' to try).
+fabric::FabricServiceOptions FabricServiceOptionsFrom(const Config& c);
 agent::TargetPolicyOptions TargetPolicyOptionsFrom(const Config& c);
 /// How this agent dials other agents, from its own TLS settings.
 rpc::PeerTls PeerTlsFromConfig(const Config& c);

@@ -9,11 +9,13 @@ namespace efawatch::agent {
 using Outcome = signals::SelfPingState::Outcome;
 
 SelfPing::SelfPing(fabric::EndpointOptions endpoint, std::string responder_address,
-                   std::chrono::milliseconds interval, const common::Clock& clock)
+                   std::chrono::milliseconds interval, const common::Clock& clock,
+                   std::function<void(const signals::SelfPingState&)> on_change)
     : endpoint_(std::move(endpoint)),
       address_(std::move(responder_address)),
       interval_(interval),
       clock_(clock),
+      on_change_(std::move(on_change)),
       state_{address_.empty() ? Outcome::kNoResponder : Outcome::kPending, ""} {}
 
 SelfPing::~SelfPing() { Stop(); }
@@ -56,8 +58,10 @@ void SelfPing::Run(const std::stop_token& stop) {
       s = {Outcome::kAnswered,
            absl::StrCat(r->received, " of ", r->sent, " pongs over ", r->fabric.provider)};
     }
+    if (stop.stop_requested()) break;
+    if (on_change_) on_change_(s);
     std::unique_lock lock(mu_);
-    if (!stop.stop_requested()) state_ = std::move(s);
+    state_ = std::move(s);
     wake_.wait_for(lock, stop, interval_, [] { return false; });
   }
 }

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <stop_token>
 #include <string>
@@ -24,9 +25,11 @@ namespace efawatch::agent {
 class SelfPing {
  public:
   /// `responder_address`: the responder's raw fabric address; empty when no responder runs
-  /// (Latest() then says kNoResponder for good).
+  /// (Latest() then says kNoResponder for good). `on_change`, if set, is called on the ping's
+  /// thread with each new result (the node-state board's publisher).
   SelfPing(fabric::EndpointOptions endpoint, std::string responder_address,
-           std::chrono::milliseconds interval, const common::Clock& clock);
+           std::chrono::milliseconds interval, const common::Clock& clock,
+           std::function<void(const signals::SelfPingState&)> on_change = {});
   ~SelfPing();
   SelfPing(const SelfPing&) = delete;
   SelfPing& operator=(const SelfPing&) = delete;
@@ -42,6 +45,7 @@ class SelfPing {
   const std::string address_;
   const std::chrono::milliseconds interval_;
   const common::Clock& clock_;
+  const std::function<void(const signals::SelfPingState&)> on_change_;
   mutable std::mutex mu_;
   signals::SelfPingState state_;  // guarded by mu_
   std::condition_variable_any wake_;

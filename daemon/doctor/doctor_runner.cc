@@ -164,6 +164,7 @@ Report DoctorRunner::RunNow() {
 
 void DoctorRunner::Publish(const Report& r) {
   if (findings_ != nullptr) findings_->Publish("doctor", FailFindings(r, r.ran_at));
+  if (options_.on_report) options_.on_report(r);
   std::lock_guard lock(mu_);
   last_ = std::make_shared<const Report>(r);
 }

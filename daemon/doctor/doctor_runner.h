@@ -38,6 +38,8 @@ struct DoctorRunnerOptions {
   std::filesystem::path pod_log_root = "/var/log/pods";  ///< <ns>_<pod>_<uid> names pods
   std::chrono::milliseconds interval{3600 * 1000};       ///< 0: at start and on demand only
   unsigned max_processes = 32;  ///< NCCL processes checked per run (bounded cost)
+  /// Called on the run's thread with each run's report (the node-state board's publisher).
+  std::function<void(const Report&)> on_report;
 };
 
 /// Runs lib/doctor's checks for the node (driver, peermem, EFA devices from the host's /sys and

@@ -239,14 +239,28 @@ void InspectorCollector::OnSourceGone(const logs::LogSource& source) {
 
 void InspectorCollector::OnPassComplete() {
   const auto now = clock_.Now();
-  if (now >= next_prom_) {
+  const bool due = now >= next_prom_;
+  if (due) {
     next_prom_ = now + options_.prom_interval;
     ReadPromFiles();
   }
-  std::lock_guard lock(mu_);
-  const int64_t cutoff =
-      NowNs() - std::chrono::duration_cast<std::chrono::nanoseconds>(options_.stale_after).count();
-  for (auto& [key, pod] : pods_) pod.table.DropSeenBefore(cutoff);
+  {
+    std::lock_guard lock(mu_);
+    const int64_t cutoff =
+        NowNs() -
+        std::chrono::duration_cast<std::chrono::nanoseconds>(options_.stale_after).count();
+    for (auto& [key, pod] : pods_) pod.table.DropSeenBefore(cutoff);
+  }
+  if (due) PublishSummaries();
+}
+
+void InspectorCollector::PublishSummaries() {
+  if (!options_.on_summaries) return;
+  auto now = std::make_shared<const std::vector<CommSummary>>(Summaries());
+  // Only a change is published: a busy job's passes come many times a second.
+  if (published_ != nullptr && *published_ == *now) return;
+  published_ = now;
+  options_.on_summaries(std::move(now));
 }
 
 InspectorCollector::ReadResult InspectorCollector::ReadSettled(const fs::path& beneath,

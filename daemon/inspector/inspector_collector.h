@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -52,6 +53,9 @@ struct InspectorCollectorOptions {
   /// A file caught mid-rewrite is read again up to this many times in one pass, this far apart.
   int torn_read_tries = 8;
   std::chrono::microseconds torn_read_pause{2000};
+  /// Called on the tailer's thread with Summaries() when they changed, at most every
+  /// prom_interval (the node-state board's publisher: GetNodeHealth reads them there).
+  std::function<void(std::shared_ptr<const std::vector<CommSummary>>)> on_summaries;
 };
 
 /// The TailerOptions of the tailer that follows Inspector JSON Lines files for `collector`:
@@ -137,6 +141,7 @@ class InspectorCollector final : public logs::LineSink, public common::Collector
   void ReadPromFile(const std::filesystem::path& beneath, const std::filesystem::path& path,
                     const logs::LogSource* pod, std::set<std::string>& seen);
   int64_t NowNs() const;
+  void PublishSummaries();
 
   const InspectorCollectorOptions options_;
   const common::Clock& clock_;
@@ -147,6 +152,7 @@ class InspectorCollector final : public logs::LineSink, public common::Collector
   std::map<std::string, std::pair<uint64_t, bool>> accepted_;  // path -> (inode, recognised)
   std::map<std::string, std::pair<std::string, std::string>> pods_by_name_;  // name -> (ns, pod)
   std::chrono::steady_clock::time_point next_prom_{};
+  std::shared_ptr<const std::vector<CommSummary>> published_;  // tailer thread only
   std::chrono::steady_clock::time_point next_names_{};
   uint64_t ops_ = 0, other_version_ = 0, malformed_ = 0, dropped_ = 0, prom_ops_ = 0,
            prom_malformed_ = 0, prom_empty_ = 0, prom_torn_ = 0, prom_stale_ = 0;

@@ -44,4 +44,12 @@ NodeCondition FabricReadyCondition(const FabricReadyInputs& in) {
                        in.self_ping.detail, ")")};
 }
 
+std::optional<NodeCondition> FabricReadyOf(const state::NodeState& node) {
+  if (node.efa_devices == 0 && node.efa_expected == 0) return std::nullopt;
+  return FabricReadyCondition({.doctor = node.doctor,
+                               .efa_devices = node.efa_devices,
+                               .efa_expected = node.efa_expected,
+                               .self_ping = node.self_ping});
+}
+
 }  // namespace efawatch::signals

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/signals/kube_signals.h"
+#include "daemon/state/node_state.h"
 #include "lib/doctor/doctor.h"
 
 // FabricReady: the NodeCondition that says a node may take training pods, for Kubernetes' Node
@@ -15,17 +16,8 @@
 // thread-safe, no I/O.
 namespace efawatch::signals {
 
-/// What the agent's ping of its own fabric responder, through its own fabric, last gave.
-struct SelfPingState {
-  enum class Outcome {
-    kNoResponder,  ///< no responder runs (--fabric-responder=false, or no provider opened)
-    kPending,      ///< none finished yet
-    kAnswered,     ///< pongs came back
-    kFailed,       ///< no pong, or the probe failed
-  };
-  Outcome outcome = Outcome::kNoResponder;
-  std::string detail;  ///< kFailed: why (the probe's error or its loss); else what was measured
-};
+/// Kept under its old name: the state is now on the node-state board.
+using SelfPingState = state::SelfPingState;
 
 struct FabricReadyInputs {
   /// The node's doctor checks at the latest run; nullopt before the first run.
@@ -39,5 +31,9 @@ struct FabricReadyInputs {
 /// judged: DoctorPending, DoctorFailing, NoEfaDevices, EfaDevicesMissing, FabricResponderOff,
 /// SelfPingPending, SelfPingFailed; FabricChecksPassed when True.
 NodeCondition FabricReadyCondition(const FabricReadyInputs& in);
+
+/// FabricReady from the node's state, where EFA is or should be (devices found, or the instance
+/// type expects some); nullopt elsewhere: a node without EFA has no fabric to gate on.
+std::optional<NodeCondition> FabricReadyOf(const state::NodeState& node);
 
 }  // namespace efawatch::signals

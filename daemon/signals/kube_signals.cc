@@ -179,6 +179,7 @@ void KubeSignals::SyncNode(const std::stop_token& stop) {
   Count(kNode, "sent");
   std::optional<unsigned> efa;
   if (!items->empty()) efa = AllocatableEfa(items->front());
+  if (options_.on_advertised_efa) options_.on_advertised_efa(efa);
   std::lock_guard lock(node_mu_);
   advertised_efa_ = efa;
 }

@@ -73,6 +73,8 @@ struct KubeSignalsOptions {
   /// every `node_refresh`; empty: never (AdvertisedEfa() stays unknown).
   Lister list;
   std::chrono::milliseconds node_refresh{60000};
+  /// Called on the signals' thread with each count read (the node-state board's publisher).
+  std::function<void(std::optional<unsigned>)> on_advertised_efa;
 };
 
 /// The node's allocatable vpc.amazonaws.com/efa in a Node object; nullopt when the node has no

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/signals/fabric_ready.h"
 #include "lib/kube/node_conditions.h"
 
 namespace efawatch::signals {
@@ -92,6 +93,7 @@ Observation Observe(const state::NodeState& state, const std::vector<common::Fin
                                        {common::FindingKind::kMeshSelfSuspect}, "MeshPeersAnswer",
                                        "this node's fabric ping mesh peers answer"));
   }
+  if (auto ready = FabricReadyOf(state)) out.conditions.push_back(*std::move(ready));
   return out;
 }
 

@@ -37,7 +37,15 @@ common::NodeHealth NodeHealthOf(const NodeState& state, const AgentIdentity& age
     }
     h.pods.push_back(std::move(p));
   }
+  h.inspector = *state.inspector;
   return h;
+}
+
+std::vector<MeshPeer> MeshPeersOf(const mesh::MeshSnapshot& snapshot) {
+  std::vector<MeshPeer> out;
+  out.reserve(snapshot.peers.size());
+  for (const mesh::PeerState& p : snapshot.peers) out.push_back({p.node, p.agent, p.up});
+  return out;
 }
 
 std::vector<std::string> ReachableMeshPeers(const NodeState& state, size_t n) {

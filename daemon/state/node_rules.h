@@ -9,6 +9,7 @@
 #include "daemon/state/node_state.h"
 #include "lib/common/collector_status.h"
 #include "lib/common/finding.h"
+#include "probes/mesh/mesh.h"
 
 namespace efawatch::state {
 
@@ -31,6 +32,9 @@ common::NodeHealth NodeHealthOf(const NodeState& state, const AgentIdentity& age
 /// the scheduled collective probe's peers with --collective-probe-peers=mesh:N. Each node's mesh
 /// peers differ (consistent hashing), so the fleet's probes spread over it.
 std::vector<std::string> ReachableMeshPeers(const NodeState& state, size_t n);
+
+/// The mesh's latest round as the board keeps it.
+std::vector<MeshPeer> MeshPeersOf(const mesh::MeshSnapshot& snapshot);
 
 /// How this agent is reached by other agents.
 struct SelfAddress {

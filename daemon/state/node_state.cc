@@ -22,6 +22,14 @@ void NodeStateBoard::PublishEfa(unsigned efa_devices) {
   Update([&](NodeState& s) { s.efa_devices = efa_devices; });
 }
 
+void NodeStateBoard::PublishEfaExpected(unsigned efa_expected) {
+  Update([&](NodeState& s) { s.efa_expected = efa_expected; });
+}
+
+void NodeStateBoard::PublishEfaAdvertised(std::optional<unsigned> efa_advertised) {
+  Update([&](NodeState& s) { s.efa_advertised = efa_advertised; });
+}
+
 void NodeStateBoard::PublishResponder(ResponderState responder) {
   Update([&](NodeState& s) { s.responder = std::move(responder); });
 }
@@ -31,6 +39,19 @@ void NodeStateBoard::PublishMesh(std::vector<MeshPeer> peers) {
     s.mesh_running = true;
     s.mesh_peers = std::move(peers);
   });
+}
+
+void NodeStateBoard::PublishDoctor(std::vector<doctor::Check> node_checks) {
+  Update([&](NodeState& s) { s.doctor = std::move(node_checks); });
+}
+
+void NodeStateBoard::PublishSelfPing(SelfPingState self_ping) {
+  Update([&](NodeState& s) { s.self_ping = std::move(self_ping); });
+}
+
+void NodeStateBoard::PublishInspector(
+    std::shared_ptr<const std::vector<inspector::CommSummary>> comms) {
+  Update([&](NodeState& s) { s.inspector = std::move(comms); });
 }
 
 bool NcclActive(const NodeState& state) {

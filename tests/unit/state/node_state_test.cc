@@ -68,6 +68,11 @@ TEST(NodeRulesTest, NodeHealthListsLiveNcclContainersWithTheirWorkload) {
   s.workloads = table;
   s.efa_devices = 32;
   s.responder.provider = "efa";
+  inspector::CommSummary comm;
+  comm.pod = "w-0";
+  comm.comm_id = "0x5a";
+  comm.stale = true;
+  s.inspector = std::make_shared<const std::vector<inspector::CommSummary>>(std::vector{comm});
   common::Finding f;
   f.kind = "tcp_fallback";
   const common::NodeHealth h = NodeHealthOf(
@@ -82,6 +87,8 @@ TEST(NodeRulesTest, NodeHealthListsLiveNcclContainersWithTheirWorkload) {
   EXPECT_EQ(h.pods[0].workload_kind, "RayCluster");
   EXPECT_EQ(h.pods[0].workload, "rc");
   EXPECT_EQ(h.pods[0].source, "container_log");
+  ASSERT_EQ(h.inspector.size(), 1u) << "the Inspector's communicators, as last published";
+  EXPECT_EQ(h.inspector[0], comm);
 }
 
 TEST(NodeRulesTest, CollectivePeersAreTheFirstMeshPeersThatAnswered) {

@@ -63,7 +63,7 @@ TEST(ObserveTest, NoEventForAGonePodOrOneWithoutUid) {
 
 TEST(ObserveTest, EfaHealthyWhereEfaIsPresentOrAFaultSaysItShouldBe) {
   Observation o = Observe(State({}, 4, false), {});
-  ASSERT_EQ(o.conditions.size(), 1u);
+  ASSERT_EQ(o.conditions.size(), 2u) << "EfaHealthy, then FabricReady";
   EXPECT_EQ(o.conditions[0].type, "EfaHealthy");
   EXPECT_TRUE(o.conditions[0].ok);
   o = Observe(State({}, 0, false), {Critical(common::FindingKind::kEfaDevicesMissing, "node")});
@@ -84,6 +84,30 @@ TEST(ObserveTest, FabricReachableOnlyWhereAMeshRuns) {
   EXPECT_EQ(o.conditions[0].type, "FabricReachable");
   EXPECT_FALSE(o.conditions[0].ok);
   EXPECT_EQ(o.conditions[0].reason, "MeshSelfSuspect");
+}
+
+TEST(ObserveTest, FabricReadyWhereEfaIsPresentOrExpected) {
+  state::NodeState s = State({}, 0, false);
+  EXPECT_TRUE(Observe(s, {}).conditions.empty()) << "a node without EFA has nothing to gate on";
+  s.efa_expected = 4;  // a p5 whose devices did not come up
+  Observation o = Observe(s, {});
+  ASSERT_EQ(o.conditions.size(), 1u);
+  EXPECT_EQ(o.conditions[0].type, "FabricReady");
+  EXPECT_EQ(o.conditions[0].reason, "DoctorPending") << "judged in order: the doctor first";
+  s.doctor = std::vector<doctor::Check>{};
+  o = Observe(s, {});
+  ASSERT_EQ(o.conditions.size(), 1u);
+  EXPECT_EQ(o.conditions[0].reason, "NoEfaDevices");
+  s.efa_devices = 4;
+  s.self_ping = {state::SelfPingState::Outcome::kAnswered, "10 of 10 pongs over efa"};
+  o = Observe(s, {});
+  ASSERT_EQ(o.conditions.size(), 2u);
+  EXPECT_EQ(o.conditions[1].type, "FabricReady");
+  EXPECT_TRUE(o.conditions[1].ok) << o.conditions[1].reason;
+  s.self_ping = {state::SelfPingState::Outcome::kFailed, "0 of 10 pongs"};
+  o = Observe(s, {});
+  EXPECT_FALSE(o.conditions[1].ok);
+  EXPECT_EQ(o.conditions[1].reason, "SelfPingFailed");
 }
 
 TEST(ObserveTest, ReasonsAreCamelCase) {
