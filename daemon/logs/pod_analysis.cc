@@ -18,15 +18,6 @@ namespace {
 // Feeds one candidate line as valid UTF-8: a pod may print any bytes, and what the analyzer keeps
 // of them ends up in JSON, label values and proto3 strings, whose writers all reject (or throw
 // on) anything else. Valid lines, nearly all of them, are fed without a copy.
-void Feed(nccl::Analyzer& analyzer, const std::string& source, uint64_t line_no,
-          std::string_view line) {
-  if (common::IsValidUtf8(line)) {
-    analyzer.Feed(source, line_no, line);
-  } else {
-    analyzer.Feed(source, line_no, common::ToValidUtf8(line));
-  }
-}
-
 // The analyzer cuts names at byte counts (64, 32, ...), which can split a character of valid
 // input: the record leaving for the board, the scrape and the checkpoint is made valid once here.
 void MakeValid(ContainerVerdict& v, std::vector<common::Finding>& findings) {
@@ -95,6 +86,9 @@ PodAnalysis::Container& PodAnalysis::Get(const LogSource& source) {
     c.source_name = source.path.string();
     if (c.files.size() < kMaxFilesNamed) c.files.insert(c.source_name);
   }
+  // The file's envelope is known: only docker json-file logs hold records starting with '{';
+  // elsewhere such lines (Trainer's metric dicts) are text.
+  c.analyzer->DeclareSource(c.source_name, source.format == Format::kDockerJson);
   last_path_ = source.path.native();
   last_ = &c;
   return c;
@@ -137,14 +131,7 @@ void PodAnalysis::OnLine(const LogSource& source, uint64_t line_no, std::string_
   Container& c = Get(source);
   ++c.lines;
   MarkWritten(c);
-  nccl::Analyzer& a = *c.analyzer;
-  if (!a.AwaitsContinuation(c.source_name) &&
-      !nccl::IsCandidateLine(line, a.options().max_line_bytes,
-                             source.format == Format::kDockerJson)) {
-    return;
-  }
-  Feed(a, c.source_name, line_no, line);
-  c.needs_eval = true;
+  Feed(c, line_no, line);
 }
 
 void PodAnalysis::OnLines(const LogSource& source, uint64_t first_line_no, uint64_t count,
@@ -152,20 +139,15 @@ void PodAnalysis::OnLines(const LogSource& source, uint64_t first_line_no, uint6
   Container& c = Get(source);
   c.lines += count;
   MarkWritten(c);
-  // The same lines as OnLine() would feed, found by one vector scan of the block (the same scan
-  // `efawatch analyze` runs): every other line is only counted. Inside a run of NCCL lines
-  // every line is fed without the scan (dense_runs): the analyzer only counts the others.
-  nccl::Analyzer& a = *c.analyzer;
-  nccl::ForEachCandidateLine(
-      block, a.options().max_line_bytes, a.AwaitsContinuation(c.source_name),
-      [&](uint64_t index, std::string_view line) {
-        Feed(a, c.source_name, first_line_no + index, line);
-        c.needs_eval = true;
-        return a.AwaitsContinuation(c.source_name);
-      },
-      // The file's envelope is known: only docker json-file logs hold records starting with
-      // '{'; elsewhere such lines (Trainer's metric dicts) are text the scan passes over.
-      /*dense_runs=*/true, /*json=*/source.format == Format::kDockerJson);
+  Feed(c, first_line_no, block);
+}
+
+void PodAnalysis::Feed(Container& c, uint64_t first_line_no, std::string_view lines) {
+  // The analyzer's one feed rule, as `efawatch analyze` uses it: one vector scan of the block
+  // hands it the lines it reacts to; every other line is only counted.
+  const uint64_t before = c.analyzer->counters().slow_path_lines;
+  c.analyzer->FeedLines(c.source_name, first_line_no, lines);
+  if (c.analyzer->counters().slow_path_lines != before) c.needs_eval = true;
 }
 
 void PodAnalysis::OnSourceGone(const LogSource& source) {

@@ -112,6 +112,9 @@ class PodAnalysis final : public LineSink {
   Container& Get(const LogSource& source);
   void StartRun(Container& c, const LogSource& source) const;
   void MarkWritten(Container& c);
+  // Feeds `lines` (one line or a block of them) to the container's analyzer; marks it for
+  // evaluation when any was parsed.
+  void Feed(Container& c, uint64_t first_line_no, std::string_view lines);
   ContainerVerdict Evaluate(Container& c, std::vector<common::Finding>* findings) const;
   // Shares the pod's communicator cap among the containers of the pod whose key starts at
   // `pod_prefix` ("ns/pod/"), in key order, and counts what no container may export.

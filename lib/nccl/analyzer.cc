@@ -352,6 +352,13 @@ namespace {
 void FeedLine(State* st, uint32_t source_idx, uint64_t line_no, std::string_view raw_line,
               bool raw_has_esc) {
   ++st->counters.lines;
+  // Bytes that are not UTF-8 (a binary write, a character cut by a writer) are replaced before
+  // anything is parsed, for the agent and `analyze` alike: every name and message kept from the
+  // line is then valid text, as JSON, label values and proto strings must be.
+  if (!common::IsValidUtf8(raw_line)) {
+    st->valid_line = common::ToValidUtf8(raw_line);
+    raw_line = st->valid_line;
+  }
   // Most lines of an NCCL log need no envelope or cleaning: a line CleanLine() would return as
   // it is (IsCleanAsIs; it starts with a letter, so it holds no CRI time stamp, docker '{' or
   // Ray marker either) goes straight to its records instead of through the steps below.
@@ -419,10 +426,16 @@ void DecideJsonRecords(State* st, SourceState* ss, std::string_view first) {
 }  // namespace
 
 void Analyzer::Feed(std::string_view source, uint64_t line_no, std::string_view raw_line) {
+  if (raw_line.empty()) {
+    ++state_->counters.lines;  // FeedLines() of no bytes is no line
+    return;
+  }
+  FeedLines(source, line_no, raw_line);
+}
+
+void Analyzer::DeclareSource(std::string_view source, bool docker_json) {
   State* st = state_.get();
-  const uint32_t idx = SourceIndex(st, source);
-  DecideJsonRecords(st, st->sources[idx].get(), raw_line);
-  FeedLine(st, idx, line_no, raw_line, true);
+  st->sources[SourceIndex(st, source)]->json_records = docker_json ? 1 : 0;
 }
 
 uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,

@@ -46,9 +46,9 @@ class Analyzer {
   Analyzer(const Analyzer&) = delete;
   Analyzer& operator=(const Analyzer&) = delete;
 
-  // Feeds one physical line (without or with its trailing newline). `source` names the file or
-  // container log; `line_no` is its 1-based line number, kept as evidence. Never fails: junk
-  // is counted in counters().malformed_lines and skipped.
+  // Feeds one physical line (without or with its trailing newline): FeedLines() of that line.
+  // `source` names the file or container log; `line_no` is its 1-based line number, kept as
+  // evidence. Never fails: junk is counted in counters().malformed_lines and skipped.
   void Feed(std::string_view source, uint64_t line_no, std::string_view raw_line);
 
   // Feeds every line of `data` (split at '\n'; the last line may lack its newline), numbered
@@ -56,7 +56,16 @@ class Analyzer {
   // lines (the source is looked up once, some per-line checks run once per block). Returns the
   // number of lines fed. Lines that hold nothing the analyzer reacts to (IsCandidateLine() in
   // block_scanner.h) are only counted, found by one vector scan of the block.
+  // The one feed rule, for the agent and `analyze` alike: candidate lines (above), the
+  // envelope of each line (CRI, docker json-file, or none; DeclareSource), and UTF-8 (bytes that
+  // are not are replaced by U+FFFD before a line is parsed).
   uint64_t FeedLines(std::string_view source, uint64_t first_line_no, std::string_view data);
+
+  // Declares whether `source` is a docker json-file log, where the caller knows (the agent, by
+  // the file's name): its lines are JSON records from the first on; any other file's '{' lines
+  // (Trainer's metric dicts, JSON-lines logging) are text. Undeclared, the source's first line
+  // decides. Call before its first line.
+  void DeclareSource(std::string_view source, bool docker_json);
 
   // Whether `source`'s last line was a piece of a split record (CRI "P", docker json-file
   // without its newline) whose rest has not come yet: a caller that skips lines must feed the

@@ -237,6 +237,7 @@ struct State {
   std::string unattributed_key;  // GetProc's key for records without a prefix
   std::string scratch;
   std::string json_text;
+  std::string valid_line;  // a line with invalid UTF-8, made valid
 };
 
 // Adds `n` to `key`'s count in an edge list (CommState::ring_local, local_links) kept sorted by

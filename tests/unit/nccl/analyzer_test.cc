@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/common/utf8.h"
 #include "lib/nccl/report_json.h"
 
 namespace efawatch::nccl {
@@ -685,6 +686,40 @@ TEST(AnalyzerTest, ABraceLineInAFileThatStartedAsTextIsNotAJsonRecord) {
          R"({"log":"c:3:3 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.3\u003c0\u003e\n"})");
   const Report r = a.Snapshot();
   EXPECT_EQ(FindProc(r, "c", 3), nullptr) << "not decoded as a docker record";
+}
+
+// The agent knows a docker json-file log by its name and declares it: its records are decoded
+// whatever its first line, and a file declared plain keeps a record-shaped line as text.
+TEST(AnalyzerTest, ADeclaredEnvelopeWinsOverTheFirstLine) {
+  const std::string record =
+      R"({"log":"c:3:3 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.3\u003c0\u003e\n"})";
+  Analyzer a;
+  a.DeclareSource("c-json.log", true);
+  a.Feed("c-json.log", 1, "{'loss': 1.25, 'epoch': 0.1}");  // a cut first record, say
+  a.Feed("c-json.log", 2, record);
+  ASSERT_NE(FindProc(a.Snapshot(), "c", 3), nullptr) << "decoded though the first line is not";
+  EXPECT_EQ(FindProc(a.Snapshot(), "c", 3)->bootstrap_address, "10.0.0.3");
+  Analyzer plain;
+  plain.DeclareSource("train.log", false);
+  plain.Feed("train.log", 1, record);
+  EXPECT_EQ(FindProc(plain.Snapshot(), "c", 3), nullptr) << "declared plain: not a docker record";
+}
+
+// One feed rule for the agent and `analyze`: bytes that are not UTF-8 are replaced before a line
+// is parsed, so what the report keeps is valid text.
+TEST(AnalyzerTest, InvalidUtf8IsReplacedBeforeParsing) {
+  Analyzer a;
+  a.Feed("x", 1, "h\xff:7:7 [0] NCCL INFO Bootstrap : Using et\xc3h0:10.0.0.7<0>");
+  a.FeedLines("x", 2, "h\xff:7:7 [0] NCCL INFO Using network Soc\xe2\x82ket\n");
+  const Report r = a.Snapshot();
+  ASSERT_EQ(r.processes.size(), 1u);
+  const Process& p = r.processes[0];
+  EXPECT_EQ(p.host, "h\uFFFD");
+  EXPECT_EQ(p.network, "Soc\uFFFD\uFFFDket") << "each byte of a cut sequence is replaced";
+  EXPECT_EQ(p.bootstrap_interface, "et\uFFFDh0");
+  for (const std::string* s : {&p.host, &p.network, &p.bootstrap_interface}) {
+    EXPECT_TRUE(common::IsValidUtf8(*s)) << *s;
+  }
 }
 
 TEST(AnalyzerTest, ForcedEnvelopeRejectsOtherLines) {
