@@ -24,7 +24,7 @@ namespace efawatch::exporter {
 
 class PrometheusEdge::Scraper final : public prometheus::Collectable {
  public:
-  Scraper(PrometheusEdgeOptions options, std::vector<common::Collector*> collectors,
+  Scraper(PrometheusEdgeOptions options, const std::vector<common::Collector*>& collectors,
           common::CollectorStatusBoard* status, const common::Clock& clock)
       : options_(std::move(options)), status_(status), clock_(clock) {
     for (auto* c : collectors) {
@@ -147,14 +147,13 @@ struct PrometheusEdge::ExposerMetrics {
 PrometheusEdge::PrometheusEdge(const common::Clock& clock) : clock_(clock) {}
 
 absl::StatusOr<std::unique_ptr<PrometheusEdge>> PrometheusEdge::Create(
-    PrometheusEdgeOptions options, std::vector<common::Collector*> collectors,
+    PrometheusEdgeOptions options, const std::vector<common::Collector*>& collectors,
     common::CollectorStatusBoard* status, const common::Clock& clock) {
   std::unique_ptr<PrometheusEdge> edge(new PrometheusEdge(clock));
   const std::string listen = options.listen;
   const MetricsTlsOptions tls = options.tls;
   const common::ConnectionLimits limits = options.limits;
-  edge->scraper_ =
-      std::make_shared<Scraper>(std::move(options), std::move(collectors), status, clock);
+  edge->scraper_ = std::make_shared<Scraper>(std::move(options), collectors, status, clock);
   auto st = edge->Serve(listen, tls, limits);
   if (!st.ok()) return st;
   return edge;

@@ -58,7 +58,7 @@ struct PrometheusEdgeOptions {
 class PrometheusEdge {
  public:
   static absl::StatusOr<std::unique_ptr<PrometheusEdge>> Create(
-      PrometheusEdgeOptions options, std::vector<common::Collector*> collectors,
+      PrometheusEdgeOptions options, const std::vector<common::Collector*>& collectors,
       common::CollectorStatusBoard* status, const common::Clock& clock);
   ~PrometheusEdge();
 

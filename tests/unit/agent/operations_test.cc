@@ -46,7 +46,8 @@ class ProbeRunnerTest : public ::testing::Test {
     fabric::PingOptions o;
     o.deadline = milliseconds(10000);
     std::optional<absl::Status> got;
-    runner_->Ping(call, target, o, [&](absl::StatusOr<fabric::PingResult> r) { got = r.status(); });
+    runner_->Ping(call, target, o,
+                  [&](const absl::StatusOr<fabric::PingResult>& r) { got = r.status(); });
     EXPECT_TRUE(got.has_value()) << "not answered inline";
     return got.value_or(absl::UnknownError("no answer"));
   }
@@ -107,7 +108,7 @@ TEST_F(ProbeRunnerTest, NoProbeStartsWhenTheLookupUsedTheCallersTime) {
   std::optional<absl::Status> got;
   fabric::PingOptions o;
   runner.Ping(call, {.peer_agent = "127.0.0.1:9478", .peer_address = ""}, o,
-              [&](absl::StatusOr<fabric::PingResult> r) { got = r.status(); });
+              [&](const absl::StatusOr<fabric::PingResult>& r) { got = r.status(); });
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->code(), absl::StatusCode::kDeadlineExceeded) << *got;
 }
@@ -165,8 +166,8 @@ TEST(OperationsTest, JoinCollectiveOpensTheBackendOffTheCallersThread) {
   // A second join meanwhile is refused at once (the node's one claim), not queued.
   std::optional<absl::Status> second;
   j.session = "s2";
-  ops.JoinCollective({}, j,
-                     [&](absl::StatusOr<collective::JoinResponse> r) { second = r.status(); });
+  ops.JoinCollective(
+      {}, j, [&](const absl::StatusOr<collective::JoinResponse>& r) { second = r.status(); });
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->code(), absl::StatusCode::kResourceExhausted) << *second;
   release.count_down();
