@@ -192,14 +192,15 @@ absl::Status App::CreatePeers() {
   agent::TargetPolicyOptions t = TargetPolicyOptionsFrom(config_);
   startup::LogTargets(t);
   targets_ = std::make_unique<agent::TargetPolicy>(std::move(t));
-  probes_ = std::make_unique<agent::ProbeRunner>(fabric_.get(), *peer_lookup_, *targets_);
+  probes_ = std::make_unique<agent::ProbeRunner>(fabric_.get(), *peer_lookup_, *targets_, clock_);
   coordination_ = std::make_unique<agent::Coordination>(
       *collective_calls_, collective::CollectiveLimits{}, *targets_, clock_);
   return absl::OkStatus();
 }
 
 absl::Status App::CreateGrpc() {
-  const rpc::GrpcEdgeOptions gopts = GrpcEdgeOptionsFrom(config_);
+  rpc::GrpcEdgeOptions gopts = GrpcEdgeOptionsFrom(config_);
+  gopts.clock = &clock_;  // the operations' clock: call deadlines reach them on it
   ops_ = std::make_unique<agent::Operations>(
       agent::OperationsParts{.node_name = config_.node_name,
                              .findings = &findings_,

@@ -188,7 +188,9 @@ CollectiveSchedule::RunFn CoordinationRunner(Coordination& coordination) {
       std::optional<absl::StatusOr<collective::Result>> result;
     };
     auto answer = std::make_shared<Answer>();
-    coordination.Run(request, [answer](absl::StatusOr<collective::Result> r) {
+    CallContext call;
+    call.cancel = stop;
+    coordination.Run(call, request, [answer](absl::StatusOr<collective::Result> r) {
       {
         std::lock_guard lock(answer->mu);
         answer->result = std::move(r);

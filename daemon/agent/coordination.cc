@@ -3,9 +3,16 @@
 
 namespace efawatch::agent {
 
-void Coordination::Run(collective::RunRequest request, agent::AgentHandler::CollectiveDone done) {
+void Coordination::Run(const CallContext& call, collective::RunRequest request,
+                       agent::AgentHandler::CollectiveDone done) {
   auto normalized = collective::Normalize(std::move(request), limits_);
   if (!normalized.ok()) return done(normalized.status());
+  if (call.cancelled()) return done(absl::CancelledError("the call was cancelled"));
+  const auto left = call.Bound(std::chrono::milliseconds(normalized->deadline_ms), clock_.Now());
+  if (left.count() <= 0) {
+    return done(absl::DeadlineExceededError("the caller's deadline passed before the start"));
+  }
+  normalized->deadline_ms = static_cast<uint32_t>(left.count());
   for (const auto& p : normalized->participants) {
     if (absl::Status s = policy_.CheckAgent(p); !s.ok()) return done(s);
   }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "daemon/agent/agent_handler.h"
+#include "daemon/agent/call_context.h"
 #include "daemon/agent/target_policy.h"
 #include "lib/common/clock.h"
 #include "probes/collective/coordinator.h"
@@ -23,7 +24,11 @@ class Coordination {
       : calls_(calls), limits_(limits), policy_(policy), clock_(clock) {}
   ~Coordination() { Stop(); }
 
-  void Run(collective::RunRequest request, agent::AgentHandler::CollectiveDone done);
+  /// The collective's deadline is shortened to the caller's; a call already cancelled or past
+  /// its deadline does not start. (A coordination under way is not cancelled with its call: its
+  /// participants are released by their own deadline or by Stop().)
+  void Run(const CallContext& call, collective::RunRequest request,
+           agent::AgentHandler::CollectiveDone done);
   void Stop();
 
  private:

@@ -37,15 +37,18 @@ class Operations final : public AgentHandler {
   common::NodeHealth GetNodeHealth() const override { return parts_.node_health(); }
   common::FindingsBoard& findings() const override { return *parts_.findings; }
   absl::StatusOr<FabricAddress> GetFabricAddress() const override;
-  void Ping(const ProbeTarget& target, fabric::PingOptions options, PingDone done) override;
-  void Bandwidth(const ProbeTarget& target, fabric::BandwidthOptions options,
-                 BandwidthDone done) override;
-  void RunCollective(collective::RunRequest request, CollectiveDone done) override;
-  absl::StatusOr<collective::JoinResponse> JoinCollective(
-      const collective::JoinRequest& request) override;
-  void StartCollective(const collective::StartRequest& request, RankDone done) override;
+  void Ping(const CallContext& call, const ProbeTarget& target, fabric::PingOptions options,
+            PingDone done) override;
+  void Bandwidth(const CallContext& call, const ProbeTarget& target,
+                 fabric::BandwidthOptions options, BandwidthDone done) override;
+  void RunCollective(const CallContext& call, collective::RunRequest request,
+                     CollectiveDone done) override;
+  void JoinCollective(const CallContext& call, const collective::JoinRequest& request,
+                      JoinDone done) override;
+  void StartCollective(const CallContext& call, const collective::StartRequest& request,
+                       RankDone done) override;
   void AbortCollective(const collective::AbortRequest& request) override;
-  void RunDoctor(DoctorDone done) override;
+  void RunDoctor(const CallContext& call, DoctorDone done) override;
 
  private:
   const OperationsParts parts_;

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/export/bearer_token.h"
+#include "daemon/export/bounded_collector.h"
 #include "daemon/export/family_sink.h"
 #include "daemon/export/http_server.h"
 #include "lib/common/metric_table.h"
@@ -23,13 +24,13 @@ namespace efawatch::exporter {
 
 class PrometheusEdge::Scraper final : public prometheus::Collectable {
  public:
-  Scraper(PrometheusEdgeOptions options, std::vector<common::Collector*> collectors,
+  Scraper(PrometheusEdgeOptions options, const std::vector<common::Collector*>& collectors,
           common::CollectorStatusBoard* status, const common::Clock& clock)
-      : options_(std::move(options)),
-        collectors_(std::move(collectors)),
-        status_(status),
-        clock_(clock) {
-    for (auto* c : collectors_) status_->Register(std::string(c->Name()));
+      : options_(std::move(options)), status_(status), clock_(clock) {
+    for (auto* c : collectors) {
+      status_->Register(std::string(c->Name()));
+      collectors_.push_back(std::make_unique<Bounded>(*c));
+    }
   }
 
   // Scrapes the HTTPS edge refused, by reason; exported once a check is configured.
@@ -65,22 +66,17 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
              1);
     sink.Add(metrics::M::kStartTimeSeconds, {},
              std::chrono::duration<double>(options_.start_time.time_since_epoch()).count());
-    for (auto* c : collectors_) {
-      const std::string name(c->Name());
+    for (const auto& b : collectors_) {
+      const std::string name(b->run.collector().Name());
       const auto start = clock_.Now();
       const auto deadline = start + options_.collector_budget;
-      absl::Status st;
-      try {
-        st = c->Collect(deadline, sink);
-      } catch (const std::exception& e) {
-        st = absl::InternalError(absl::StrCat("collector threw: ", e.what()));
-      }
+      absl::Status st = b->run.Collect(deadline, options_.collector_budget, sink);
       const auto end = clock_.Now();
       if (st.ok() && end > deadline) {
         st = absl::DeadlineExceededError("collector ran past its time budget");
       }
       const double secs = std::chrono::duration<double>(end - start).count();
-      if (!st.ok()) spdlog::warn("collector {} failed: {}", name, std::string(st.message()));
+      if (!st.ok()) Warn(*b, st);
       status_->Record(name, st, clock_.WallNow(), secs);
       sink.Add(metrics::M::kCollectorSuccess, {{"collector", name}}, st.ok() ? 1 : 0);
       sink.Add(metrics::M::kCollectorDurationSeconds, {{"collector", name}}, secs);
@@ -89,8 +85,33 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
   }
 
  private:
+  struct Bounded {
+    explicit Bounded(common::Collector& c) : run(c) {}
+    BoundedCollector run;
+    std::chrono::steady_clock::time_point last_overrun_log{};  // guarded by the scraper's mu_
+  };
+
+  // A collector's error, logged. An overrun is logged once a minute per collector: a collector
+  // stuck on a read overruns at every scrape, and the metric already says so each time.
+  void Warn(Bounded& b, const absl::Status& st) const {
+    const std::string name(b.run.collector().Name());
+    if (st.code() == absl::StatusCode::kDeadlineExceeded) {
+      const auto now = clock_.Now();
+      if (b.last_overrun_log != std::chrono::steady_clock::time_point{} &&
+          now - b.last_overrun_log < std::chrono::minutes(1)) {
+        return;
+      }
+      b.last_overrun_log = now;
+      spdlog::warn("collector {} failed: {} (further overruns this minute are not logged)", name,
+                   std::string(st.message()));
+      return;
+    }
+    spdlog::warn("collector {} failed: {}", name, std::string(st.message()));
+  }
+
   const PrometheusEdgeOptions options_;
-  const std::vector<common::Collector*> collectors_;
+  // Each runs on its own worker (BoundedCollector); destroyed with the scraper, after the server.
+  std::vector<std::unique_ptr<Bounded>> collectors_;
   common::CollectorStatusBoard* status_;
   const common::Clock& clock_;
   mutable std::mutex mu_;
@@ -126,14 +147,13 @@ struct PrometheusEdge::ExposerMetrics {
 PrometheusEdge::PrometheusEdge(const common::Clock& clock) : clock_(clock) {}
 
 absl::StatusOr<std::unique_ptr<PrometheusEdge>> PrometheusEdge::Create(
-    PrometheusEdgeOptions options, std::vector<common::Collector*> collectors,
+    PrometheusEdgeOptions options, const std::vector<common::Collector*>& collectors,
     common::CollectorStatusBoard* status, const common::Clock& clock) {
   std::unique_ptr<PrometheusEdge> edge(new PrometheusEdge(clock));
   const std::string listen = options.listen;
   const MetricsTlsOptions tls = options.tls;
   const common::ConnectionLimits limits = options.limits;
-  edge->scraper_ =
-      std::make_shared<Scraper>(std::move(options), std::move(collectors), status, clock);
+  edge->scraper_ = std::make_shared<Scraper>(std::move(options), collectors, status, clock);
   auto st = edge->Serve(listen, tls, limits);
   if (!st.ok()) return st;
   return edge;

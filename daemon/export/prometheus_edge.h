@@ -40,7 +40,8 @@ struct PrometheusEdgeOptions {
   common::ConnectionLimits limits;  // what clients of the port can hold (docs/security.md)
   BuildInfo build;
   std::chrono::system_clock::time_point start_time;
-  /// Budget for one collector at one scrape; a slower one is reported as failed.
+  /// Budget for one collector at one scrape; a slower one is cut off (reported failed, its
+  /// samples dropped) and not run again while it is still running (bounded_collector.h).
   std::chrono::milliseconds collector_budget{2000};
 };
 
@@ -49,14 +50,15 @@ struct PrometheusEdgeOptions {
 /// text and exposer_* families of prometheus-cpp's Exposer). Over HTTPS /metrics
 /// may also need a client certificate or a bearer token (refused with 403 or 401, logged once a
 /// minute); the probes' paths stay open, since the kubelet presents neither. At each scrape it
-/// runs every collector with its time budget, renders what they wrote through the metric table
-/// and adds efawatch_build_info, efawatch_start_time_seconds and per-collector success and
-/// duration. Scrapes are serialized (collectors need not be thread-safe). Collectors must outlive
-/// the edge.
+/// runs every collector with its time budget, each on a worker so that one past its budget is cut
+/// off rather than waited for, renders what they wrote through the metric table and adds
+/// efawatch_build_info, efawatch_start_time_seconds and per-collector success and duration.
+/// Scrapes are serialized and so is each collector's run (collectors need not be thread-safe).
+/// Collectors must outlive the edge, whose destruction waits for a run in flight.
 class PrometheusEdge {
  public:
   static absl::StatusOr<std::unique_ptr<PrometheusEdge>> Create(
-      PrometheusEdgeOptions options, std::vector<common::Collector*> collectors,
+      PrometheusEdgeOptions options, const std::vector<common::Collector*>& collectors,
       common::CollectorStatusBoard* status, const common::Clock& clock);
   ~PrometheusEdge();
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <stop_token>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -173,55 +174,107 @@ std::vector<std::string> PeerIdentities(const grpc::CallbackServerContext& ctx) 
   return ids;
 }
 
+// The client's deadline on `clock`: gRPC gives it on the system clock (max() when none).
+std::chrono::steady_clock::time_point HandlerDeadline(const grpc::CallbackServerContext& ctx,
+                                                      const common::Clock& clock) {
+  const std::chrono::system_clock::time_point deadline = ctx.deadline();
+  const auto left = deadline - std::chrono::system_clock::now();
+  // Beyond a day is no deadline to an operation here; it also keeps the sum below in range.
+  if (deadline == std::chrono::system_clock::time_point::max() || left > std::chrono::hours(24)) {
+    return std::chrono::steady_clock::time_point::max();
+  }
+  return clock.Now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
+}
+
+// One unary call that the handler answers later, on any thread. The call's CallContext carries
+// the client's deadline and a token that OnCancel triggers (gRPC cancels a call whose client
+// cancelled or left, or whose deadline passed), so the handler stops its work; the call is
+// answered CANCELLED at once, without waiting for it. Exactly one Finish: whoever claims
+// `finished` first (the handler's answer or the cancellation) finishes; the other touches neither
+// the reactor nor the response, which are gone after OnDone. The state the handler's callback
+// keeps is shared, so it may run after the call and even the edge are gone.
+class UnaryCall final : public grpc::ServerUnaryReactor {
+ public:
+  UnaryCall(const grpc::CallbackServerContext& ctx, const common::Clock& clock)
+      : state_(std::make_shared<State>()) {
+    call_.deadline = HandlerDeadline(ctx, clock);
+    call_.cancel = state_->stop.get_token();
+  }
+
+  const agent::CallContext& call() const { return call_; }
+
+  // The handler's `done` for a result of type T: `render(result)` fills the response.
+  template <typename T, typename Render>
+  std::function<void(absl::StatusOr<T>)> Answer(Render render) {
+    return [this, state = state_, render = std::move(render)](absl::StatusOr<T> r) {
+      if (state->finished.exchange(true)) return;  // cancelled: this reactor may be gone
+      if (!r.ok()) return Finish(ToGrpc(r.status()));
+      render(*r);
+      Finish(grpc::Status::OK);
+    };
+  }
+
+  void FinishOnce(const grpc::Status& status) {
+    if (!state_->finished.exchange(true)) Finish(status);
+  }
+
+  void OnCancel() override {
+    state_->stop.request_stop();
+    FinishOnce(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  struct State {
+    std::atomic<bool> finished{false};
+    std::stop_source stop;
+  };
+  const std::shared_ptr<State> state_;
+  agent::CallContext call_;
+};
+
 }  // namespace
 
 class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
  public:
-  AgentService(agent::AgentHandler* handler, Authorizer* authz, size_t max_watch_streams)
-      : handler_(handler), authz_(authz), max_watch_streams_(max_watch_streams) {}
+  AgentService(agent::AgentHandler* handler, Authorizer* authz, size_t max_watch_streams,
+               const common::Clock& clock)
+      : handler_(handler), authz_(authz), max_watch_streams_(max_watch_streams), clock_(clock) {}
 
   const GrpcEdgeCounters& counters() const { return counters_; }
 
   grpc::ServerUnaryReactor* RunCollective(grpc::CallbackServerContext* ctx,
                                           const v1::RunCollectiveRequest* request,
                                           v1::CollectiveResult* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    if (Refused(*ctx, Method::kRunCollective, reactor)) return reactor;
-    handler_->RunCollective(codec::FromProto(*request), [reactor, response](auto r) {
-      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
-      codec::ToProto(*r, response);
-      reactor->Finish(grpc::Status::OK);
-    });
-    return reactor;
+    auto* call = new UnaryCall(*ctx, clock_);
+    if (Refused(*ctx, Method::kRunCollective, call)) return call;
+    handler_->RunCollective(call->call(), codec::FromProto(*request),
+                            call->Answer<collective::Result>(
+                                [response](const auto& r) { codec::ToProto(r, response); }));
+    return call;
   }
 
   grpc::ServerUnaryReactor* JoinCollective(grpc::CallbackServerContext* ctx,
                                            const v1::JoinCollectiveRequest* request,
                                            v1::JoinCollectiveResponse* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    if (Refused(*ctx, Method::kJoinCollective, reactor)) return reactor;
-    // Opening the backend takes one fi_getinfo (a fraction of a second), bounded: done inline.
-    auto joined = handler_->JoinCollective(codec::FromProto(*request));
-    if (!joined.ok()) {
-      reactor->Finish(ToGrpc(joined.status()));
-      return reactor;
-    }
-    codec::ToProto(*joined, response);
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    auto* call = new UnaryCall(*ctx, clock_);
+    if (Refused(*ctx, Method::kJoinCollective, call)) return call;
+    handler_->JoinCollective(call->call(), codec::FromProto(*request),
+                             call->Answer<collective::JoinResponse>(
+                                 [response](const auto& r) { codec::ToProto(r, response); }));
+    return call;
   }
 
   grpc::ServerUnaryReactor* StartCollective(grpc::CallbackServerContext* ctx,
                                             const v1::StartCollectiveRequest* request,
                                             v1::RankResult* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    if (Refused(*ctx, Method::kStartCollective, reactor)) return reactor;
-    handler_->StartCollective(codec::FromProto(*request), [reactor, response](auto r) {
-      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
-      codec::ToProto(*r, response);
-      reactor->Finish(grpc::Status::OK);
-    });
-    return reactor;
+    auto* call = new UnaryCall(*ctx, clock_);
+    if (Refused(*ctx, Method::kStartCollective, call)) return call;
+    handler_->StartCollective(call->call(), codec::FromProto(*request),
+                              call->Answer<collective::RankResult>(
+                                  [response](const auto& r) { codec::ToProto(r, response); }));
+    return call;
   }
 
   grpc::ServerUnaryReactor* AbortCollective(grpc::CallbackServerContext* ctx,
@@ -244,6 +297,8 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
     return reactor;
   }
 
+  // Answered inline: the handler answers from what the responder learned at start (no libfabric
+  // call).
   grpc::ServerUnaryReactor* GetFabricAddress(grpc::CallbackServerContext* ctx,
                                              const v1::GetFabricAddressRequest* /*request*/,
                                              v1::FabricAddress* response) override {
@@ -263,40 +318,33 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
 
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* request,
                                  v1::PingResponse* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    if (Refused(*ctx, Method::kPing, reactor)) return reactor;
-    handler_->Ping(Target(*request), codec::FromProto(*request), [reactor, response](auto r) {
-      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
-      codec::ToProto(*r, response);
-      reactor->Finish(grpc::Status::OK);
-    });
-    return reactor;
+    auto* call = new UnaryCall(*ctx, clock_);
+    if (Refused(*ctx, Method::kPing, call)) return call;
+    handler_->Ping(call->call(), Target(*request), codec::FromProto(*request),
+                   call->Answer<fabric::PingResult>(
+                       [response](const auto& r) { codec::ToProto(r, response); }));
+    return call;
   }
 
   grpc::ServerUnaryReactor* Bandwidth(grpc::CallbackServerContext* ctx,
                                       const v1::BandwidthRequest* request,
                                       v1::BandwidthResponse* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    if (Refused(*ctx, Method::kBandwidth, reactor)) return reactor;
-    handler_->Bandwidth(Target(*request), codec::FromProto(*request), [reactor, response](auto r) {
-      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
-      codec::ToProto(*r, response);
-      reactor->Finish(grpc::Status::OK);
-    });
-    return reactor;
+    auto* call = new UnaryCall(*ctx, clock_);
+    if (Refused(*ctx, Method::kBandwidth, call)) return call;
+    handler_->Bandwidth(call->call(), Target(*request), codec::FromProto(*request),
+                        call->Answer<fabric::BandwidthResult>(
+                            [response](const auto& r) { codec::ToProto(r, response); }));
+    return call;
   }
 
   grpc::ServerUnaryReactor* RunDoctor(grpc::CallbackServerContext* ctx,
                                       const v1::RunDoctorRequest* /*request*/,
                                       v1::DoctorReport* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    if (Refused(*ctx, Method::kRunDoctor, reactor)) return reactor;
-    handler_->RunDoctor([reactor, response](auto r) {
-      if (!r.ok()) return reactor->Finish(ToGrpc(r.status()));
-      ToProto(*r, response);
-      reactor->Finish(grpc::Status::OK);
-    });
-    return reactor;
+    auto* call = new UnaryCall(*ctx, clock_);
+    if (Refused(*ctx, Method::kRunDoctor, call)) return call;
+    handler_->RunDoctor(call->call(), call->Answer<doctor::Report>(
+                                          [response](const auto& r) { ToProto(r, response); }));
+    return call;
   }
 
   grpc::ServerWriteReactor<v1::FindingEvent>* WatchFindings(
@@ -339,6 +387,12 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
     reactor->Finish(st);
     return true;
   }
+  bool Refused(const grpc::CallbackServerContext& ctx, Method method, UnaryCall* call) {
+    grpc::Status st = Authorize(ctx, method);
+    if (st.ok()) return false;
+    call->FinishOnce(st);
+    return true;
+  }
 
   template <typename Request>
   static agent::ProbeTarget Target(const Request& r) {
@@ -348,6 +402,7 @@ class GrpcEdge::AgentService final : public v1::Agent::CallbackService {
   agent::AgentHandler* const handler_;
   Authorizer* const authz_;
   const size_t max_watch_streams_;
+  const common::Clock& clock_;
   GrpcEdgeCounters counters_;
 };
 
@@ -384,8 +439,9 @@ absl::StatusOr<std::unique_ptr<GrpcEdge>> GrpcEdge::Create(const GrpcEdgeOptions
   std::unique_ptr<GrpcEdge> edge(new GrpcEdge());
   edge->authz_ = std::make_unique<Authorizer>(options.authz);
   edge->denials_ = std::make_unique<DenialCollector>(*edge->authz_);
-  edge->service_ =
-      std::make_unique<AgentService>(handler, edge->authz_.get(), options.max_watch_streams);
+  edge->service_ = std::make_unique<AgentService>(
+      handler, edge->authz_.get(), options.max_watch_streams,
+      options.clock != nullptr ? *options.clock : common::SystemClock::Get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

@@ -11,6 +11,7 @@
 #include "daemon/agent/agent_handler.h"
 #include "daemon/rpc/authz.h"
 #include "daemon/rpc/connection_gate.h"
+#include "lib/common/clock.h"
 #include "lib/common/connection_table.h"
 
 namespace grpc {
@@ -39,6 +40,9 @@ struct GrpcEdgeOptions {
   std::chrono::milliseconds idle_timeout{300000};
   /// Concurrent calls on one connection (HTTP/2 streams).
   int max_streams_per_connection = 64;
+  /// The handler's clock: a client's deadline is handed to it on this one. Null: the system
+  /// clock. Outlives the edge.
+  const common::Clock* clock = nullptr;
 };
 
 /// What the edge refused, for metrics. Thread-safe.
@@ -54,6 +58,9 @@ struct GrpcEdgeCounters {
 /// per identity and method), and never reaches the handler. gRPC itself listens on an abstract
 /// unix socket; the public port is a ConnectionGate that bounds what clients hold and relays to
 /// it (so calls' peer addresses read "unix-abstract:"; identities come from certificates).
+/// Each call reaches the handler with its agent::CallContext: the client's deadline, and a token
+/// triggered when the call is cancelled (the client cancels or leaves, or its deadline passes);
+/// such a call is answered CANCELLED at once and the handler's late answer dropped.
 /// Thread-safe; Shutdown() (also run by the destructor) returns within about a second.
 class GrpcEdge {
  public:

@@ -88,43 +88,78 @@ void Participant::ReclaimExpiredLocked() {
   }
 }
 
-absl::StatusOr<JoinResponse> Participant::Join(const JoinRequest& request) {
+absl::StatusOr<std::shared_ptr<Participant::Session>> Participant::Claim(
+    const JoinRequest& request, const BackendFactory** make) {
   if (auto st = ValidateJoin(request, limits_); !st.ok()) return st;
   if (request.session.empty()) return absl::InvalidArgumentError("session is empty");
-  const BackendFactory& make = request.backend == Backend::kNccl ? nccl_ : host_;
-  if (!make) {
+  *make = request.backend == Backend::kNccl ? &nccl_ : &host_;
+  if (!**make) {
     return absl::FailedPreconditionError(
         "this agent was built without CUDA/NCCL: the nccl backend is not available here");
   }
-  {
-    std::lock_guard lock(mu_);
-    ReclaimExpiredLocked();
-    if (session_) {
-      // The running session's id is not named: with it, any caller allowed to join could abort
-      // someone else's collective.
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "node ", node_name_, " is already in another collective: one at a time per node"));
-    }
-    // Claim the node before the (slow) backend setup, so two joins cannot both pass.
-    session_ = std::make_shared<Session>();
-    session_->join = request;
-    session_->deadline = clock_.Now() + std::chrono::milliseconds(request.deadline_ms);
-    session_->start_by = std::min(session_->deadline, clock_.Now() + kStartGrace);
-  }
-  auto backend = make(request);
   std::lock_guard lock(mu_);
+  if (stopped_) return absl::UnavailableError("the agent is stopping");
+  ReclaimExpiredLocked();
+  if (session_) {
+    // The running session's id is not named: with it, any caller allowed to join could abort
+    // someone else's collective.
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "node ", node_name_, " is already in another collective: one at a time per node"));
+  }
+  // Claim the node before the (slow) backend setup, so two joins cannot both pass.
+  session_ = std::make_shared<Session>();
+  session_->join = request;
+  session_->deadline = clock_.Now() + std::chrono::milliseconds(request.deadline_ms);
+  session_->start_by = std::min(session_->deadline, clock_.Now() + kStartGrace);
+  return session_;
+}
+
+absl::StatusOr<JoinResponse> Participant::Open(const std::shared_ptr<Session>& s,
+                                               const BackendFactory& make) {
+  auto backend = make(s->join);
+  std::lock_guard lock(mu_);
+  // An Abort (or the reclaim) may have ended the claim while the backend opened; the node may
+  // even be claimed by another session now, which is not this one's to touch.
+  if (session_ != s) {
+    return absl::AbortedError(
+        absl::StrCat("collective ", s->join.session, " ended while its backend opened"));
+  }
   if (!backend.ok()) {
     session_.reset();
     return backend.status();
   }
-  session_->backend = *std::move(backend);
+  s->backend = *std::move(backend);
   JoinResponse out;
-  session_->backend->Describe(&out);
+  s->backend->Describe(&out);
   out.node_name = node_name_;
   return out;
 }
 
-void Participant::Start(const StartRequest& request, Done done) {
+absl::StatusOr<JoinResponse> Participant::Join(const JoinRequest& request) {
+  const BackendFactory* make = nullptr;
+  auto s = Claim(request, &make);
+  if (!s.ok()) return s.status();
+  return Open(*s, *make);
+}
+
+void Participant::JoinAsync(const JoinRequest& request, JoinDone done) {
+  const BackendFactory* make = nullptr;
+  auto s = Claim(request, &make);
+  if (!s.ok()) return done(s.status());
+  std::jthread previous;
+  {
+    std::lock_guard lock(mu_);
+    // The previous join thread has answered (its claim ended, or this one could not be made);
+    // it is joined below, outside the lock it may still be leaving.
+    previous = std::move(joiner_);
+    joiner_ = std::jthread(
+        [this, s = *std::move(s), make, done = std::move(done)] { done(Open(s, *make)); });
+  }
+  if (previous.joinable()) previous.join();
+}
+
+void Participant::Start(const StartRequest& request, Done done, std::stop_token cancel,
+                        std::chrono::steady_clock::time_point deadline) {
   std::shared_ptr<Session> s;
   {
     std::lock_guard lock(mu_);
@@ -138,15 +173,21 @@ void Participant::Start(const StartRequest& request, Done done) {
       return;
     }
     session_->started = true;
+    session_->deadline = std::min(session_->deadline, deadline);
     s = session_;
     if (worker_.joinable()) worker_.join();  // the previous session's thread, finished
     // The session's own stop source aborts it; the thread's token is not needed.
     worker_ = std::jthread(
-        [this, s, request, done = std::move(done)]() mutable { Run(std::move(s), request, done); });
+        [this, s, request, done = std::move(done), cancel = std::move(cancel)]() mutable {
+          Run(std::move(s), request, done, cancel);
+        });
   }
 }
 
-void Participant::Run(std::shared_ptr<Session> s, const StartRequest& start, const Done& done) {
+void Participant::Run(std::shared_ptr<Session> s, const StartRequest& start, const Done& done,
+                      const std::stop_token& cancel) {
+  // The Start caller giving up (its coordinator went away) aborts the session.
+  const std::stop_callback on_cancel(cancel, [&s] { s->stop.request_stop(); });
   const std::stop_token stop = s->stop.get_token();
   const auto deadline = BackendDeadline(clock_, s->deadline);
   absl::StatusOr<RankResult> result = [&]() -> absl::StatusOr<RankResult> {
@@ -183,12 +224,16 @@ void Participant::Abort(const std::string& session) {
 
 void Participant::Stop() {
   std::jthread w;
+  std::jthread j;
   {
     std::lock_guard lock(mu_);
+    stopped_ = true;
     if (session_) session_->stop.request_stop();
     w = std::move(worker_);
+    j = std::move(joiner_);
   }
   if (w.joinable()) w.join();
+  if (j.joinable()) j.join();  // a backend that is opening: bounded (one fi_getinfo and setup)
 }
 
 }  // namespace efawatch::collective

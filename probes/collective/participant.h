@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -29,8 +30,9 @@ struct CollectiveLimits {
 absl::Status ValidateJoin(const JoinRequest& j, const CollectiveLimits& limits);
 
 /// This agent's side of a collective: at most one session at a time (a second Join is
-/// RESOURCE_EXHAUSTED). Join builds the backend, Start runs it on its own jthread, Abort (or the
-/// session's deadline) ends it. Thread-safe.
+/// RESOURCE_EXHAUSTED). Join builds the backend (JoinAsync on the participant's own thread, since
+/// opening a backend calls into libfabric), Start runs it on its own jthread, Abort (or the
+/// session's deadline, or the Start caller's) ends it. Thread-safe.
 ///
 /// `clock` measures session deadlines; it must outlive the Participant. The backends poll the
 /// real steady clock, so they get the time left by `clock` as a deadline on that one.
@@ -42,9 +44,19 @@ class Participant {
               BackendFactory nccl, const common::Clock& clock);
   ~Participant();
 
+  using JoinDone = std::function<void(absl::StatusOr<JoinResponse>)>;
+
+  /// Blocks while the backend opens (a fi_getinfo and more: not on a thread others share).
   absl::StatusOr<JoinResponse> Join(const JoinRequest& request);
+  /// Join without blocking: the node is claimed (or refused, `done` inline) at once and the
+  /// backend opened on the participant's join thread, which runs `done`. Bounded: the node's one
+  /// claim means at most one backend opens at a time.
+  void JoinAsync(const JoinRequest& request, JoinDone done);
   /// `done` runs once, on the session's thread (or inline when the start itself fails).
-  void Start(const StartRequest& request, Done done);
+  /// `cancel` aborts the session as Abort() does; `deadline` (on `clock`) shortens the session's.
+  void Start(const StartRequest& request, Done done, std::stop_token cancel = {},
+             std::chrono::steady_clock::time_point deadline =
+                 std::chrono::steady_clock::time_point::max());
   void Abort(const std::string& session);
   /// Aborts any session and joins its thread.
   void Stop();
@@ -63,7 +75,13 @@ class Participant {
     std::stop_source stop;
     bool started = false;
   };
-  void Run(std::shared_ptr<Session> s, const StartRequest& start, const Done& done);
+  void Run(std::shared_ptr<Session> s, const StartRequest& start, const Done& done,
+           const std::stop_token& cancel);
+  // Claims the node for `request` (the session's fields but its backend), or says why not.
+  absl::StatusOr<std::shared_ptr<Session>> Claim(const JoinRequest& request,
+                                                 const BackendFactory** make);
+  // Opens the claimed session's backend; the claim is dropped when that fails.
+  absl::StatusOr<JoinResponse> Open(const std::shared_ptr<Session>& s, const BackendFactory& make);
   // Drops a session nobody started before its deadline or the start grace, whichever is first
   // (its coordinator died, or a caller joined only to hold the node). Holds mu_.
   void ReclaimExpiredLocked();
@@ -76,6 +94,8 @@ class Participant {
   mutable std::mutex mu_;
   std::shared_ptr<Session> session_;  // guarded by mu_
   std::jthread worker_;               // guarded by mu_
+  std::jthread joiner_;               // guarded by mu_; the latest JoinAsync's
+  bool stopped_ = false;              // guarded by mu_
 };
 
 }  // namespace efawatch::collective

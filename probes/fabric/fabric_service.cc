@@ -116,14 +116,38 @@ absl::StatusOr<std::shared_ptr<common::MemoryBudget::Lease>> FabricService::Rese
   return std::make_shared<common::MemoryBudget::Lease>(*std::move(lease));
 }
 
-void FabricService::StartPing(PingOptions o, PingDone done) {
+namespace {
+
+// A probe stops when the service stops (its thread's token) or its caller gives up (`cancel`):
+// one source the probe polls, fed by both.
+class ProbeStop {
+ public:
+  ProbeStop(const std::stop_token& thread, const std::stop_token& cancel)
+      : on_thread_(thread, Request{&source_}), on_cancel_(cancel, Request{&source_}) {}
+  std::stop_token token() const { return source_.get_token(); }
+
+ private:
+  struct Request {
+    std::stop_source* source;
+    void operator()() const { source->request_stop(); }
+  };
+  std::stop_source source_;
+  std::stop_callback<Request> on_thread_;
+  std::stop_callback<Request> on_cancel_;
+};
+
+}  // namespace
+
+void FabricService::StartPing(PingOptions o, PingDone done, std::stop_token cancel) {
   if (absl::Status s = Validate(o); !s.ok()) return done(s);
   auto lease = Reserve(PingMemoryBytes(o), "ping");
   if (!lease.ok()) return done(lease.status());
   o.endpoint = options_.endpoint;
   auto shared_done = std::make_shared<PingDone>(std::move(done));
-  const bool started = Launch([this, o, shared_done, lease = *lease](const std::stop_token& stop) {
-    absl::StatusOr<PingResult> r = Ping(o, stop, clock_);
+  const bool started = Launch([this, o, shared_done, lease = *lease,
+                               cancel = std::move(cancel)](const std::stop_token& stop) {
+    const ProbeStop probe_stop(stop, cancel);
+    absl::StatusOr<PingResult> r = Ping(o, probe_stop.token(), clock_);
     *lease = {};  // Released before the caller hears of the end: it may ask again at once.
     if (r.ok()) {
       Record(r->peer_address, &*r, nullptr, r->end != ProbeEnd::kCompleted);
@@ -137,26 +161,32 @@ void FabricService::StartPing(PingOptions o, PingDone done) {
   }
 }
 
-void FabricService::StartBandwidth(BandwidthOptions o, BandwidthDone done) {
+void FabricService::StartBandwidth(BandwidthOptions o, BandwidthDone done, std::stop_token cancel) {
   if (absl::Status s = Validate(o); !s.ok()) return done(s);
   auto lease = Reserve(BandwidthMemoryBytes(o), "bandwidth probe");
   if (!lease.ok()) return done(lease.status());
   o.endpoint = options_.endpoint;
   auto shared_done = std::make_shared<BandwidthDone>(std::move(done));
-  const bool started = Launch([this, o, shared_done, lease = *lease](std::stop_token stop) {
+  const bool started = Launch([this, o, shared_done, lease = *lease,
+                               cancel = std::move(cancel)](const std::stop_token& stop) {
+    const ProbeStop probe_stop(stop, cancel);
     const auto start = clock_.Now();
     {
       // One bandwidth probe per NIC: two at once would each measure half the link. The condition
       // variable waits on the real steady clock whatever clock_ is, so it gets the deadline as a
       // duration: a time point of a fake clock would mean nothing to it.
       std::unique_lock<std::mutex> lock(mu_);
-      const bool got = bw_free_.wait_for(lock, o.deadline, [&] { return !bw_busy_ || stopping_; });
+      const bool got = bw_free_.wait_for(lock, probe_stop.token(), o.deadline,
+                                         [&] { return !bw_busy_ || stopping_; });
       if (!got || stopping_) {
         lock.unlock();
         *lease = {};
-        (*shared_done)(absl::ResourceExhaustedError(
-            "another bandwidth probe is running on this NIC and did not finish within the "
-            "deadline"));
+        (*shared_done)(
+            cancel.stop_requested()
+                ? absl::CancelledError("cancelled while waiting for the NIC")
+                : absl::ResourceExhaustedError(
+                      "another bandwidth probe is running on this NIC and did not finish within "
+                      "the deadline"));
         return;
       }
       bw_busy_ = true;
@@ -164,7 +194,7 @@ void FabricService::StartBandwidth(BandwidthOptions o, BandwidthDone done) {
     BandwidthOptions left = o;
     left.deadline =
         std::chrono::duration_cast<std::chrono::milliseconds>(o.deadline - (clock_.Now() - start));
-    absl::StatusOr<BandwidthResult> r = Bandwidth(left, std::move(stop), clock_);
+    absl::StatusOr<BandwidthResult> r = Bandwidth(left, probe_stop.token(), clock_);
     *lease = {};
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -80,9 +81,11 @@ class FabricService {
   absl::Status Validate(const BandwidthOptions& o) const;
 
   /// Starts a probe; `done` runs exactly once, on the probe's thread (or inline when the start
-  /// itself fails). The endpoint options of `o` are replaced by the service's.
-  void StartPing(PingOptions o, PingDone done);
-  void StartBandwidth(BandwidthOptions o, BandwidthDone done);
+  /// itself fails). The endpoint options of `o` are replaced by the service's. `cancel` (the
+  /// caller gave up) stops the probe as Stop() does: it ends kCancelled within a poll and its
+  /// slot is free for the next one; a bandwidth probe still waiting for the NIC ends CANCELLED.
+  void StartPing(PingOptions o, PingDone done, std::stop_token cancel = {});
+  void StartBandwidth(BandwidthOptions o, BandwidthDone done, std::stop_token cancel = {});
 
   std::vector<PeerProbeState> PeerStates() const;
 
@@ -110,9 +113,9 @@ class FabricService {
   std::unique_ptr<Responder> responder_;
 
   mutable std::mutex mu_;
-  std::condition_variable bw_free_;
-  bool bw_busy_ = false;   // Guarded by mu_.
-  bool stopping_ = false;  // Guarded by mu_.
+  std::condition_variable_any bw_free_;  // Any: a waiting probe also wakes on its stop token.
+  bool bw_busy_ = false;                 // Guarded by mu_.
+  bool stopping_ = false;                // Guarded by mu_.
   std::list<std::pair<std::jthread, std::shared_ptr<std::atomic<bool>>>> workers_;  // mu_
   std::map<std::string, PeerProbeState> peers_;  // Guarded by mu_.
   std::atomic<uint64_t> probe_bytes_{0};
