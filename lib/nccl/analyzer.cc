@@ -352,9 +352,16 @@ namespace {
 void FeedLine(State* st, uint32_t source_idx, uint64_t line_no, std::string_view raw_line,
               bool raw_has_esc) {
   ++st->counters.lines;
-  // Bytes that are not UTF-8 (a binary write, a character cut by a writer) are replaced before
-  // anything is parsed, for the agent and `analyze` alike: every name and message kept from the
-  // line is then valid text, as JSON, label values and proto strings must be.
+  // A line is cut by its bytes as read, before anything else: whether it counts as truncated
+  // cannot depend on what the steps below make of it.
+  if (raw_line.size() > st->options.max_line_bytes) {
+    raw_line = raw_line.substr(0, st->options.max_line_bytes);
+    ++st->counters.truncated_lines;
+  }
+  // Bytes that are not UTF-8 (a binary write, a character cut by a writer or by the cut above)
+  // are replaced before anything is parsed, for the agent and `analyze` alike: every name and
+  // message kept from the line is then valid text, as JSON, label values and proto strings must
+  // be. The replacement can make the line longer than the cut; it is not cut again.
   if (!common::IsValidUtf8(raw_line)) {
     st->valid_line = common::ToValidUtf8(raw_line);
     raw_line = st->valid_line;
@@ -362,14 +369,9 @@ void FeedLine(State* st, uint32_t source_idx, uint64_t line_no, std::string_view
   // Most lines of an NCCL log need no envelope or cleaning: a line CleanLine() would return as
   // it is (IsCleanAsIs; it starts with a letter, so it holds no CRI time stamp, docker '{' or
   // Ray marker either) goes straight to its records instead of through the steps below.
-  if (!raw_has_esc && raw_line.size() <= st->options.max_line_bytes &&
-      st->options.envelope == Envelope::kAuto && IsCleanAsIs(raw_line)) {
+  if (!raw_has_esc && st->options.envelope == Envelope::kAuto && IsCleanAsIs(raw_line)) {
     ProcessClean(st, source_idx, line_no, raw_line, {});
     return;
-  }
-  if (raw_line.size() > st->options.max_line_bytes) {
-    raw_line = raw_line.substr(0, st->options.max_line_bytes);
-    ++st->counters.truncated_lines;
   }
   SourceState* ss = st->sources[source_idx].get();
   Envelope env = st->options.envelope;

@@ -722,6 +722,22 @@ TEST(AnalyzerTest, InvalidUtf8IsReplacedBeforeParsing) {
   }
 }
 
+// The line limit applies to the bytes as read: a line at the limit whose invalid bytes grow
+// into three-byte replacements is not a truncated line (the fuzzed differential found a block
+// that fed such a line inside a run of NCCL lines, and a line-by-line feed that did not).
+TEST(AnalyzerTest, ReplacedBytesDoNotMakeALineTruncated) {
+  AnalyzerOptions o;
+  o.max_line_bytes = 256;  // the least the analyzer takes
+  Analyzer a(o);
+  std::string line = "h:7:7 [0] NCCL INFO Using network Socket ";
+  line += std::string(256 - line.size(), '\xff');
+  ASSERT_EQ(line.size(), 256u);
+  a.Feed("x", 1, line);
+  EXPECT_EQ(a.counters().truncated_lines, 0u);
+  a.Feed("x", 2, line + "z");
+  EXPECT_EQ(a.counters().truncated_lines, 1u);
+}
+
 TEST(AnalyzerTest, ForcedEnvelopeRejectsOtherLines) {
   AnalyzerOptions o;
   o.envelope = Envelope::kCri;
