@@ -446,8 +446,9 @@ uint64_t Analyzer::FeedLines(std::string_view source, uint64_t first_line_no,
   State* st = state_.get();
   const uint32_t source_idx = SourceIndex(st, source);
   const Envelope env = st->options.envelope;
-  if (env == Envelope::kCri || env == Envelope::kDockerJson) {
+  if (env == Envelope::kCri || env == Envelope::kDockerJson || !st->options.block_scan) {
     // A forced envelope counts every line that does not parse as malformed: all are looked at.
+    DecideJsonRecords(st, st->sources[source_idx].get(), data.substr(0, data.find('\n')));
     uint64_t n = 0;
     for (size_t start = 0; start < data.size(); ++n) {
       size_t end = data.find('\n', start);

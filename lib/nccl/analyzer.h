@@ -37,6 +37,9 @@ struct AnalyzerOptions {
   // (the daemon: one source per container, and pods of one node have different host names).
   // When false (the CLI: the files of one job), hosts of all sources are counted together.
   bool group_by_source = false;
+  // False: every line goes to the per-line parser, none is passed over by the block scan. The
+  // reference the differential tests and fuzz target compare the scan with; slower.
+  bool block_scan = true;
 };
 
 class Analyzer {

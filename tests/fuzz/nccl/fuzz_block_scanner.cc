@@ -4,7 +4,8 @@
 //      (plain substring searches, line by line) accepts, with the right indices and count, and
 //      the line after each one whose visit asks for it.
 //   2. Analyzer::FeedLines() (which skips the other lines) must give the same report, in the
-//      same order, and the same counters as Feed() on every line, wherever the blocks are cut.
+//      same order, and the same counters as an analyzer that parses every line
+//      (AnalyzerOptions::block_scan false), wherever the blocks are cut.
 // The first byte picks the line-length limit and the bounds, the second where blocks are cut;
 // seeds are tests/fixtures/nccl/*.log.
 #include <cstddef>
@@ -88,7 +89,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   options.envelope = (mode & 8) != 0 ? Envelope::kPlain : Envelope::kAuto;
   options.group_by_source = (mode & 16) != 0;
-  Analyzer per_line(options), blocks(options);
+  AnalyzerOptions every_line = options;
+  every_line.block_scan = false;
+  Analyzer per_line(every_line), blocks(options);
   for (size_t i = 0; i < lines.size(); ++i) per_line.Feed("a.log", i + 1, lines[i]);
   // Blocks end at line ends: cut after the line holding the byte the second input byte picks.
   size_t cut = size > 1 ? (static_cast<size_t>(data[1]) * input.size()) / 256 : 0;

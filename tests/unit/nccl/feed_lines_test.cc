@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Analyzer::FeedLines must give the report (and counters) that Feed() line by line gives,
+// Analyzer::FeedLines must give the report (and counters) that an analyzer parsing every line
+// (AnalyzerOptions::block_scan false) gives line by line,
 // whatever the envelope and wherever the input is cut into blocks.
 #include <gtest/gtest.h>
 
@@ -31,7 +32,9 @@ std::string Dump(const Analyzer& a) {
 
 void CheckBlocks(const std::string& name, const std::vector<std::string>& physical) {
   SCOPED_TRACE(name);
-  Analyzer per_line;
+  AnalyzerOptions every_line;
+  every_line.block_scan = false;
+  Analyzer per_line(every_line);
   std::string text;
   for (size_t i = 0; i < physical.size(); ++i) {
     per_line.Feed(name, i + 1, physical[i]);
