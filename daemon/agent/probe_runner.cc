@@ -91,42 +91,35 @@ void ProbeRunner::Resolve(const CallContext& call, const ProbeTarget& target, Op
       });
 }
 
-void ProbeRunner::Ping(const CallContext& call, const ProbeTarget& target, fabric::PingOptions o,
-                       AgentHandler::PingDone done) {
-  auto shared = std::make_shared<AgentHandler::PingDone>(std::move(done));
+template <typename Options, typename Done, typename Start>
+void ProbeRunner::Probe(const CallContext& call, const ProbeTarget& target, Options o, Done done,
+                        Start start) {
+  auto shared = std::make_shared<Done>(std::move(done));
   Resolve(
       call, target, std::move(o),
-      [this, call, shared](fabric::PingOptions opts, bool bounded) {
-        fabric_->StartPing(
-            std::move(opts),
-            [this, call, shared, bounded](absl::StatusOr<fabric::PingResult> r) {
-              if (r.ok()) {
-                if (absl::Status s = EndedByCaller(call, r->end, bounded); !s.ok()) r = s;
-              }
-              (*shared)(std::move(r));
-            },
-            call.cancel);
+      [this, call, shared, start](Options opts, bool bounded) {
+        start(std::move(opts), [this, call, shared, bounded](auto r) {
+          if (r.ok()) {
+            if (absl::Status s = EndedByCaller(call, r->end, bounded); !s.ok()) r = s;
+          }
+          (*shared)(std::move(r));
+        });
       },
       [shared](absl::Status s) { (*shared)(std::move(s)); });
 }
 
+void ProbeRunner::Ping(const CallContext& call, const ProbeTarget& target, fabric::PingOptions o,
+                       AgentHandler::PingDone done) {
+  Probe(call, target, std::move(o), std::move(done), [this, call](auto opts, auto finished) {
+    fabric_->StartPing(std::move(opts), std::move(finished), call.cancel);
+  });
+}
+
 void ProbeRunner::Bandwidth(const CallContext& call, const ProbeTarget& target,
                             fabric::BandwidthOptions o, AgentHandler::BandwidthDone done) {
-  auto shared = std::make_shared<AgentHandler::BandwidthDone>(std::move(done));
-  Resolve(
-      call, target, std::move(o),
-      [this, call, shared](fabric::BandwidthOptions opts, bool bounded) {
-        fabric_->StartBandwidth(
-            std::move(opts),
-            [this, call, shared, bounded](absl::StatusOr<fabric::BandwidthResult> r) {
-              if (r.ok()) {
-                if (absl::Status s = EndedByCaller(call, r->end, bounded); !s.ok()) r = s;
-              }
-              (*shared)(std::move(r));
-            },
-            call.cancel);
-      },
-      [shared](absl::Status s) { (*shared)(std::move(s)); });
+  Probe(call, target, std::move(o), std::move(done), [this, call](auto opts, auto finished) {
+    fabric_->StartBandwidth(std::move(opts), std::move(finished), call.cancel);
+  });
 }
 
 }  // namespace efawatch::agent

@@ -39,6 +39,10 @@ class ProbeRunner {
   // Every path ends in exactly one `fail` or one `run`; `run` gets the options bounded by `call`.
   template <typename Options, typename Run, typename Fail>
   void Resolve(const CallContext& call, const ProbeTarget& target, Options o, Run run, Fail fail);
+  // Resolves the target, then `start(options, finished)`; a result the caller's deadline or
+  // cancellation ended becomes DEADLINE_EXCEEDED or CANCELLED. `done` is called exactly once.
+  template <typename Options, typename Done, typename Start>
+  void Probe(const CallContext& call, const ProbeTarget& target, Options o, Done done, Start start);
   // CANCELLED or DEADLINE_EXCEEDED when `call` ended the probe, else OK.
   absl::Status EndedByCaller(const CallContext& call, common::ProbeEnd end,
                              bool bounded_by_caller) const;
