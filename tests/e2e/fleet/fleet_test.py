@@ -114,11 +114,7 @@ def main():
             procs.append(proc)
             ports[node], grpc[node] = metrics_port, grpc_port
         e2e.log(f"agents: {ports}")
-        rules = tmp / "rules.yml"
-        e2e.write_rules(rules)
-        config = tmp / "prometheus.yml"
-        e2e.write_prometheus_config(config, rules, ports)
-        prom_proc, prom = e2e.start_prometheus(tmp, config)
+        prom_proc, prom = e2e.start_prometheus_with_rules(tmp, ports)
         procs.append(prom_proc)
         deadline = time.monotonic() + e2e.DEADLINE_S
 

@@ -161,11 +161,7 @@ def main():
                          pod=V51_POD, comm_id="", comm_name="unknown", collective=c,
                          size_bucket=b) for c, b in series), started + 10)
         e2e.log(f"v5.1 series after {time.monotonic() - started:.1f} s")
-        rules = tmp / "rules.yml"
-        e2e.write_rules(rules)
-        config = tmp / "prometheus.yml"
-        e2e.write_prometheus_config(config, rules, {NODE: metrics_port})
-        prom_proc, prom = e2e.start_prometheus(tmp, config)
+        prom_proc, prom = e2e.start_prometheus_with_rules(tmp, {NODE: metrics_port})
         procs.append(prom_proc)
         deadline = time.monotonic() + e2e.DEADLINE_S
 

@@ -360,6 +360,16 @@ def start_prometheus(tmp, config):
     raise AssertionError("prometheus did not start: " + (tmp / "prometheus-2.log").read_text())
 
 
+def start_prometheus_with_rules(tmp, targets):
+    """The shipped rules (write_rules) and a scrape of `targets` (node -> metrics port) written
+    under `tmp`, and Prometheus started on them: (process, client)."""
+    rules = tmp / "rules.yml"
+    write_rules(rules)
+    config = tmp / "prometheus.yml"
+    write_prometheus_config(config, rules, targets)
+    return start_prometheus(tmp, config)
+
+
 def firing(prom):
     out = set()
     for a in prom.get("/api/v1/alerts")["alerts"]:
@@ -571,12 +581,8 @@ def main():
             ] + workload_flags)
         procs.append(agent)
         log(f"efawatchd a: metrics {metrics_port}, gRPC {grpc_port}; b: metrics {peer_metrics}")
-        rules = tmp / "rules.yml"
-        write_rules(rules)
-        config = tmp / "prometheus.yml"
-        write_prometheus_config(
-            config, rules, {NODE: metrics_port, PEER_NODE: peer_metrics, DEAD_NODE: dead_port})
-        prom_proc, prom = start_prometheus(tmp, config)
+        prom_proc, prom = start_prometheus_with_rules(
+            tmp, {NODE: metrics_port, PEER_NODE: peer_metrics, DEAD_NODE: dead_port})
         procs.append(prom_proc)
         deadline = time.monotonic() + DEADLINE_S
 
@@ -634,7 +640,7 @@ def main():
             log(f"mesh loss {r['metric'].get('node')} -> {r['metric'].get('peer_node')}: "
                 f"{float(r['value'][1]):.3f}")
         names = {n for n, _ in expected}
-        rule_names = set(re.findall(r"(?m)^\s+- alert: (\w+)", rules.read_text()))
+        rule_names = set(re.findall(r"(?m)^\s+- alert: (\w+)", (tmp / "rules.yml").read_text()))
         log(f"firing as expected: {sorted(names)}")
         log(f"not firing as expected: {sorted(rule_names - names)}")
         ok = True
