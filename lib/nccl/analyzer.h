@@ -93,7 +93,8 @@ class Analyzer {
   // follow the ones fed to this one, e.g. the second half of a file analyzed on another thread.
   // `line_offset` is added to `later`'s line numbers (its first line is line_offset + 1).
   // Equivalent to feeding both parts in order, except for a runtime-split (CRI "P") record or
-  // a communicator's channel lines that straddle the cut.
+  // a communicator's channel lines that straddle the cut. `later` is left empty; the memory of
+  // what it held is freed with this analyzer, not during the merge.
   void Merge(Analyzer&& later, uint64_t line_offset);
 
  private:

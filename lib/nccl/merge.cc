@@ -221,7 +221,7 @@ void MergeComms(State* st, ProcState* a, ProcState& b) {
     CommState* const original = bc.get();  // unique_ptr moves keep the object's address
     CommState* target = nullptr;
     for (auto& ac : a->comms) {
-      if (ac->ptr == bc->ptr) target = ac.get();
+      if (ac->ptr_hash == bc->ptr_hash && ac->ptr == bc->ptr) target = ac.get();
     }
     if (target == nullptr) {
       if (a->comms.size() >= st->options.max_comms_per_process && !a->comms.empty()) {
@@ -351,8 +351,8 @@ void Analyzer::Merge(Analyzer&& later, uint64_t line_offset) {
   for (const std::string& key : b->proc_order) {
     auto bit = b->procs.find(key);
     if (bit == b->procs.end()) continue;
-    std::unique_ptr<ProcState> bp = std::move(bit->second);
-    FixAll(bp.get(), fix);
+    ProcState* bp = bit->second.get();
+    FixAll(bp, fix);
     bp->source = source_map[bp->source];
     auto ait = a->procs.find(key);
     if (ait != a->procs.end()) {
@@ -364,16 +364,19 @@ void Analyzer::Merge(Analyzer&& later, uint64_t line_offset) {
       a->proc_order.pop_front();
       ++c.evicted_processes;
     }
-    a->procs.emplace(key, std::move(bp));
+    a->procs.emplace(key, std::move(bit->second));
     a->proc_order.push_back(key);
   }
   a->last_proc = nullptr;
   a->last_key.clear();
   a->pid_cache.fill({});
-  b->procs.clear();
-  b->proc_order.clear();
-  b->last_proc = nullptr;
-  b->pid_cache.fill({});
+  // What is left of the later part (the processes merged above, emptied) is kept rather than
+  // freed here, object by object: Merge runs after the parts' threads, alone, right before the
+  // report, and freeing 2,000 processes' strings and communicators was a third of it (callgrind,
+  // bench/analyze.sh's all-NCCL log in two parts). It goes with this analyzer; `efawatch
+  // analyze` frees neither (cli/analyze.h).
+  a->merged_parts.push_back(std::move(later.state_));
+  later.state_ = std::make_unique<State>(a->options);
 }
 
 }  // namespace efawatch::nccl

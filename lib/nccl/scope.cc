@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "lib/nccl/snapshot_parts.h"
 #include "lib/nccl/text_util.h"
 
@@ -213,7 +214,8 @@ struct ScopeFacts {
   int world = -1;  // the largest communicator's rank count
   bool all_boot_loopback = false;
   Ev boot_ev;
-  std::map<std::string, CommGroup> groups;  // by commId (else by nranks)
+  // By commId (else by nranks), in the keys' order.
+  std::vector<std::pair<std::string, CommGroup>> groups;
   // Filled by the multi-node rules, read by the host-name rule and the node count.
   int address_count = 0;
   int launcher_count = 0;
@@ -233,10 +235,35 @@ void Prove(Proof* pr, const Ev& ev) {
   Earliest(&pr->ev, ev);
 }
 
-void AddToGroups(const ProcState& p, std::map<std::string, CommGroup>* groups) {
+// The groups as they are gathered: found by a hash of their key, ordered once at the end
+// (SortedGroups). A std::map took most of the snapshot's time in a log of 70,000 communicators
+// (callgrind, bench/analyze.sh's all-NCCL log).
+struct GroupIndex {
+  absl::flat_hash_map<std::string, uint32_t> index;
+  std::vector<std::pair<std::string, CommGroup>> groups;
+};
+
+std::vector<std::pair<std::string, CommGroup>> SortedGroups(
+    std::vector<std::pair<std::string, CommGroup>>&& groups) {
+  std::vector<uint32_t> order(groups.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return groups[a].first < groups[b].first; });
+  std::vector<std::pair<std::string, CommGroup>> sorted;
+  sorted.reserve(groups.size());
+  for (uint32_t i : order) sorted.push_back(std::move(groups[i]));
+  return sorted;
+}
+
+void AddToGroups(const ProcState& p, GroupIndex* groups) {
   for (const auto& c : p.comms) {
     if (c->nranks <= 0 || c->rank < 0) continue;
-    CommGroup& g = (*groups)[!c->comm_id.empty() ? c->comm_id : "n" + std::to_string(c->nranks)];
+    std::string by_nranks;
+    if (c->comm_id.empty()) by_nranks = "n" + std::to_string(c->nranks);
+    const std::string& group_key = c->comm_id.empty() ? by_nranks : c->comm_id;
+    auto [at, added] = groups->index.try_emplace(group_key, groups->groups.size());
+    if (added) groups->groups.emplace_back(group_key, CommGroup{});
+    CommGroup& g = groups->groups[at->second].second;
     g.nranks = c->nranks;
     g.ranks.push_back(c->rank);
     if (p.unattributed()) g.unattributed = true;
@@ -262,6 +289,7 @@ void AddToGroups(const ProcState& p, std::map<std::string, CommGroup>* groups) {
 
 ScopeFacts GatherFacts(Scope* s) {
   ScopeFacts f;
+  GroupIndex index;
   for (const SourceState* ss : s->sources) {
     for (const auto& h : ss->header) {
       f.header_ranks.insert(h.rank);
@@ -285,8 +313,9 @@ ScopeFacts GatherFacts(Scope* s) {
       f.max_nranks = std::max(f.max_nranks, c->nranks);
       f.max_nnodes = std::max(f.max_nnodes, c->nnodes);
     }
-    AddToGroups(p, &f.groups);
+    AddToGroups(p, &index);
   }
+  f.groups = SortedGroups(std::move(index.groups));
   for (auto& [key, g] : f.groups) {
     std::sort(g.ranks.begin(), g.ranks.end());
     g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());

@@ -232,6 +232,8 @@ struct State {
   std::string last_key;
   ProcState* last_proc = nullptr;
   std::array<PidSlot, 1024> pid_cache{};
+  // The states of later parts merged into this one (Analyzer::Merge), kept until this one goes.
+  std::vector<std::unique_ptr<State>> merged_parts;
 
   std::vector<Record> records;   // reused per line
   std::string unattributed_key;  // GetProc's key for records without a prefix
