@@ -26,29 +26,35 @@ bool At(const char* s, size_t n, size_t pos, std::string_view needle) {
 
 // The byte of each needle the scan looks for: the rarest one in ordinary log text, or a pair
 // (previous byte, this byte) where no single byte is rare enough. Verify() below tells whether
-// the needle really is there.
+// the needle really is there. "NCCL" is found by its 'C' after an 'N', not by its 'N': every
+// line of Python's logging ("... - INFO - ...") has an 'N', and each took the vector scan out of
+// its loop (pylog, bench/analyze.sh).
 constexpr std::array<bool, 256> kAnchor = [] {
   std::array<bool, 256> t{};
-  for (unsigned char c : {'N', 'I', '#', '\0', '\x1b', '{', 'P', ':', 'r', 't', 'a', 'j'}) {
+  for (unsigned char c : {'C', ' ', 'I', '#', '\0', '\x1b', '{', 'P', ':', 'r', 't', 'a', 'j'}) {
     t[c] = true;
   }
   return t;
 }();
 
-// An escape sequence that cannot hide a needle: a CSI ("ESC [ parameters final", what colour
-// codes are) at the start of its line or at its end (or followed by another escape sequence,
-// judged in turn). CleanLine() removes it, and the text on either side stays as the raw line
-// has it, so a needle of the cleaned line is one of the raw line. A console colouring whole
-// lines ("ESC[36m...ESC[0m") thus sends only its NCCL lines to the per-line path. `n` ends the
-// block (or the line).
-bool HarmlessEscape(const char* s, size_t n, size_t pos) {
+// An escape sequence that cannot hide a needle: any escape sequence that starts its line, or a
+// CSI ("ESC [ parameters final", what colour codes are) that ends it (or is followed by another
+// escape sequence, judged in turn). CleanLine() removes it, and the text on either side stays as
+// the raw line has it, so a needle of the cleaned line is one of the raw line: whatever form a
+// sequence at a line's start has, what RemoveAnsi() deletes of it is a prefix of the line (an
+// OSC runs to its BEL or the next ESC, which it takes along). A console colouring whole lines
+// ("ESC[36m...ESC[0m") thus sends only its NCCL lines to the per-line path. `n` ends the block
+// (or the line). Inlined into the scan: such a log has two per line (ansi, bench/analyze.sh).
+EFAWATCH_ALWAYS_INLINE bool HarmlessEscape(const char* s, size_t n, size_t pos) {
+  if (pos == 0 || s[pos - 1] == '\n') return true;
   size_t i = pos + 1;
   if (i >= n || s[i] != '[') return false;
   ++i;
-  while (i < n && s[i] >= 0x20 && s[i] <= 0x3f) ++i;
-  if (i >= n || s[i] < 0x40 || s[i] > 0x7e) return false;
+  // Parameter and intermediate bytes 0x20-0x3f, then the final byte 0x40-0x7e.
+  while (i < n && static_cast<unsigned char>(s[i] - 0x20) < 0x20) ++i;
+  if (i >= n || static_cast<unsigned char>(s[i] - 0x40) > 0x3e) return false;
   ++i;
-  return pos == 0 || s[pos - 1] == '\n' || i == n || s[i] == '\n' || s[i] == '\x1b';
+  return i == n || s[i] == '\n' || s[i] == '\x1b';
 }
 
 // A docker json-file record whose text holds no escape, `{"log":"<text>\n","stream":"...`: the
@@ -56,21 +62,49 @@ bool HarmlessEscape(const char* s, size_t n, size_t pos) {
 // <text> exactly as the raw bytes read, which the scan covers in place, so the record is no
 // candidate by its '{'. Records with escapes (a quote, a tab, ESC as \u001b, NUL as \u0000),
 // split records (no "\n" at the end) and any other '{' line are.
+constexpr std::string_view kDockerHead = "{\"log\":\"";
+constexpr std::string_view kDockerEnd = "\\n\",\"stream\":\"";
 bool PlainDockerRecord(std::string_view line) {
-  constexpr std::string_view kHead = "{\"log\":\"";
-  constexpr std::string_view kEnd = "\\n\",\"stream\":\"";
-  if (!line.starts_with(kHead)) return false;
-  const size_t b = line.find('\\', kHead.size());
-  return b != std::string_view::npos && line.substr(b, kEnd.size()) == kEnd;
+  if (!line.starts_with(kDockerHead)) return false;
+  const size_t b = line.find('\\', kDockerHead.size());
+  return b != std::string_view::npos && line.substr(b, kDockerEnd.size()) == kDockerEnd;
+}
+
+// The first backslash or newline in s[i, n), or n.
+size_t FirstBackslashOrNewline(const char* s, size_t n, size_t i) {
+#if defined(__SSE2__)
+  for (; i + 16 <= n; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    const int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+                                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))));
+    if (m != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(m)));
+  }
+#endif
+  while (i < n && s[i] != '\\' && s[i] != '\n') ++i;
+  return i;
+}
+
+// PlainDockerRecord() of the line that starts at s[pos], in one pass to its first backslash
+// instead of one to its end and one to the backslash: every line of a docker json-file log
+// comes here (docker-json, bench/analyze.sh).
+bool PlainDockerRecordAt(const char* s, size_t n, size_t pos) {
+  if (!At(s, n, pos, kDockerHead)) return false;
+  const size_t b = FirstBackslashOrNewline(s, n, pos + kDockerHead.size());
+  return b < n && s[b] == '\\' && At(s, n, b, kDockerEnd);
 }
 
 // Whether a needle of IsCandidateLine() covers s[pos] (an anchor byte). No needle holds a
 // newline, so a match lies inside the line that holds `pos`.
 EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos, bool json) {
+  // Before the switch's jump table: a log coloured line by line has two escapes per line.
+  if (s[pos] == '\x1b') return !HarmlessEscape(s, n, pos);
   switch (s[pos]) {
-    case 'N':
-      return At(s, n, pos, "NCCL") || (pos >= 3 && At(s, n, pos - 3, "] INFO ")) ||
-             (pos >= 4 && At(s, n, pos - 4, " WARN "));
+    case 'C':
+      return pos >= 1 && At(s, n, pos - 1, "NCCL");
+    case ' ':
+      // "] INFO " by its space after ']', " WARN " by its space after 'N'.
+      return pos >= 1 && ((s[pos - 1] == ']' && At(s, n, pos - 1, "] INFO ")) ||
+                          (s[pos - 1] == 'N' && pos >= 5 && At(s, n, pos - 5, " WARN ")));
     case 'I':
       // "FI_" by its 'I' after an 'F': a lone 'F' is on every CRI line ("stdout F "), which
       // took the vector scan out of its loop once per line.
@@ -78,13 +112,9 @@ EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos, bool jso
     case '#':
     case '\0':
       return true;
-    case '\x1b':
-      return !HarmlessEscape(s, n, pos);
     case '{': {
       if (!json || (pos != 0 && s[pos - 1] != '\n')) return false;
-      const void* nl = memchr(s + pos, '\n', n - pos);
-      const size_t end = nl == nullptr ? n : static_cast<size_t>(static_cast<const char*>(nl) - s);
-      return !PlainDockerRecord(std::string_view(s + pos, end - pos));
+      return !PlainDockerRecordAt(s, n, pos);
     }
     case 'P':
       return pos >= 1 && At(s, n, pos - 1, " P ");
@@ -147,7 +177,7 @@ struct Group {
   std::string_view prev;
 };
 constexpr std::array<Group, 8> kGroups = {{
-    {"N", ""},
+    {"C ", "N]"},  // "NC", "N ", "] "; by the nibbles also "M ", "^ ", "N@", "]#", ...
     {"#", ""},
     {std::string_view("\0\x1b", 2), ""},
     {"{", "\n"},
@@ -157,7 +187,14 @@ constexpr std::array<Group, 8> kGroups = {{
     {"taj", ":"},
 }};
 static_assert(kGroups[3].cur == "{", "ScanAvx2 leaves group 3 out where no line is json");
-constexpr uint8_t kAnyPrev = 0x07;  // the groups without a `prev`
+// The groups without a `prev`.
+constexpr uint8_t kAnyPrev = [] {
+  uint8_t m = 0;
+  for (size_t g = 0; g < kGroups.size(); ++g) {
+    if (kGroups[g].prev.empty()) m |= static_cast<uint8_t>(1u << g);
+  }
+  return m;
+}();
 
 // The 16-entry table of group bits for the low (`shift` 0) or high (4) nibble of `cur` or
 // `prev` bytes.

@@ -20,11 +20,11 @@ namespace efawatch::nccl {
 // ("[repeated ") and task markers (":task_", ":actor_name:", ":job_id:"), a CRI partial piece
 // (" P "), a docker json-file record the per-line path would decode to other bytes than its
 // raw ones (starts with '{' and is not `{"log":"<text without escapes>\n","stream":...`),
-// bytes that make it junk (NUL) or may hide text (an escape sequence other than a colour code
-// that starts or ends the line), or more than `long_line_bytes` (counted as truncated). Any
-// other line the analyzer only counts. The reference for the block scan below.
-// `json`: the file's lines may be docker json-file records; where they cannot (a CRI or plain
-// log, decided per file), a '{' at a line's start is ordinary text.
+// bytes that make it junk (NUL) or may hide text (an escape sequence that neither starts the
+// line nor is a colour code that ends it), or more than `long_line_bytes` (counted as truncated).
+// Any other line the analyzer only counts. The reference for the block scan below. `json`: the
+// file's lines may be docker json-file records; where they cannot (a CRI or plain log, decided per
+// file), a '{' at a line's start is ordinary text.
 bool IsCandidateLine(std::string_view line, size_t long_line_bytes, bool json = true);
 
 namespace internal {

@@ -90,8 +90,8 @@ TEST(BlockScannerTest, CandidateLinesHoldWhatTheAnalyzerReadsAndNothingElse) {
            ":job_id:01000000",
            "step 1\x1b[0m loss",
            "\x1b[1m\x1b[36mstep 1 loss",
-           "\x1b]0;title\x07step 1",
            "\x1b[36mstep 1 loss\x1b[0m\r",
+           "step\x1b]0;title\x07 1",
        }) {
     EXPECT_TRUE(IsCandidateLine(line, kLong)) << line;
   }
@@ -102,7 +102,9 @@ TEST(BlockScannerTest, CandidateLinesHoldWhatTheAnalyzerReadsAndNothingElse) {
                            "PyTorch FSDP wrapped 12 modules", "epoch: 3 ratio: 0.5 url: http://x",
                            R"({"log":"step 1\n","stream":"stdout","time":"2026-12-02T10:00:00Z"})",
                            "2025-03-04 05:06:07,123 - INFO - step 1 loss 0.25",
-                           "\x1b[36mstep 1 loss\x1b[0m", "\x1b[36mstep 1\x1b[0m\x1b[1m"}) {
+                           "\x1b[36mstep 1 loss\x1b[0m", "\x1b[36mstep 1\x1b[0m\x1b[1m",
+                           // Any sequence that starts the line: what cleaning deletes is a prefix.
+                           "\x1b]0;title\x07step 1", "\x1bXstep 1", "\x1b(Bstep 1"}) {
     EXPECT_FALSE(IsCandidateLine(line, kLong)) << line;
   }
   EXPECT_TRUE(IsCandidateLine(std::string(101, 'x'), 100));
