@@ -2,6 +2,7 @@
 #include "lib/nccl/block_scanner.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -84,17 +85,39 @@ size_t FirstBackslashOrNewline(const char* s, size_t n, size_t i) {
   return i;
 }
 
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) size_t FirstBackslashOrNewlineAvx2(const char* s, size_t n,
+                                                                   size_t i) {
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+    const auto m = static_cast<uint32_t>(
+        _mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')),
+                                             _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')))));
+    if (m != 0) return i + static_cast<size_t>(__builtin_ctz(m));
+  }
+  return FirstBackslashOrNewline(s, n, i);
+}
+#endif
+
 // PlainDockerRecord() of the line that starts at s[pos], in one pass to its first backslash
 // instead of one to its end and one to the backslash: every line of a docker json-file log
-// comes here (docker-json, bench/analyze.sh).
+// comes here (docker-json, bench/analyze.sh). `kAvx2`: called from the AVX2 scan.
+template <bool kAvx2>
 bool PlainDockerRecordAt(const char* s, size_t n, size_t pos) {
   if (!At(s, n, pos, kDockerHead)) return false;
-  const size_t b = FirstBackslashOrNewline(s, n, pos + kDockerHead.size());
+  const size_t from = pos + kDockerHead.size();
+#if defined(__x86_64__)
+  const size_t b =
+      kAvx2 ? FirstBackslashOrNewlineAvx2(s, n, from) : FirstBackslashOrNewline(s, n, from);
+#else
+  const size_t b = FirstBackslashOrNewline(s, n, from);
+#endif
   return b < n && s[b] == '\\' && At(s, n, b, kDockerEnd);
 }
 
 // Whether a needle of IsCandidateLine() covers s[pos] (an anchor byte). No needle holds a
 // newline, so a match lies inside the line that holds `pos`.
+template <bool kAvx2 = false>
 EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos, bool json) {
   // Before the switch's jump table: a log coloured line by line has two escapes per line.
   if (s[pos] == '\x1b') return !HarmlessEscape(s, n, pos);
@@ -114,7 +137,7 @@ EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos, bool jso
       return true;
     case '{': {
       if (!json || (pos != 0 && s[pos - 1] != '\n')) return false;
-      return !PlainDockerRecordAt(s, n, pos);
+      return !PlainDockerRecordAt<kAvx2>(s, n, pos);
     }
     case 'P':
       return pos >= 1 && At(s, n, pos - 1, " P ");
@@ -164,6 +187,49 @@ Hit ScanLines(const char* s, size_t n, size_t from, size_t long_line_bytes, bool
     from = end + 1;
   }
   return {n, newlines};
+}
+
+// The bit work of 64 bytes at s[i] (i >= 1) for the vector scans: `mask` holds their anchor
+// bytes, `nl_mask` their newlines and `esc_mask` their ESC bytes (or 0 where `mask` is: only
+// the ESC bytes among the anchors are looked at). True with `*hit` set when one of them is a
+// candidate's; else the newlines are counted and `*line_start` carried on. Inlined into each
+// scan (`kAvx2`: called from a scan built for AVX2 or later).
+template <bool kAvx2>
+EFAWATCH_ALWAYS_INLINE bool Bits64(const char* s, size_t n, size_t i, uint64_t mask,
+                                   uint64_t nl_mask, uint64_t esc_mask, size_t long_line_bytes,
+                                   bool json, size_t* line_start, uint64_t* newlines, Hit* hit) {
+  // An escape that starts its line is harmless whatever follows (HarmlessEscape): dropped here,
+  // by the newline before it, rather than verified one by one (a console colouring every line).
+  mask &= ~(esc_mask & ((nl_mask << 1) | (s[i - 1] == '\n' ? 1 : 0)));
+  // The line running into these bytes is too long at line_start + long_line_bytes, unless it
+  // ends first (a later line in them is shorter than 64 bytes). Only there: an anchor byte at
+  // line_start + long_line_bytes of a later line is no overlong line (a differential fuzz input
+  // found one).
+  size_t long_at = SIZE_MAX;
+  if (*line_start + long_line_bytes < i + 64) {
+    const size_t q = *line_start + long_line_bytes;
+    const size_t first_nl =
+        nl_mask == 0 ? i + 64 : i + static_cast<size_t>(__builtin_ctzll(nl_mask));
+    if (q >= i && q < first_nl) {
+      mask |= uint64_t{1} << (q - i);
+      long_at = q;
+    }
+  }
+  while (mask != 0) {
+    const auto bit = static_cast<unsigned>(__builtin_ctzll(mask));
+    const size_t pos = i + bit;
+    if (pos == long_at || Verify<kAvx2>(s, n, pos, json)) {
+      const uint64_t below = bit == 0 ? 0 : nl_mask & ((uint64_t{1} << bit) - 1);
+      *hit = {pos, *newlines + static_cast<uint64_t>(__builtin_popcountll(below))};
+      return true;
+    }
+    mask &= mask - 1;
+  }
+  if (nl_mask != 0) {
+    *newlines += static_cast<uint64_t>(__builtin_popcountll(nl_mask));
+    *line_start = i + 64 - static_cast<size_t>(__builtin_clzll(nl_mask));
+  }
+  return false;
 }
 
 #if defined(__x86_64__)
@@ -241,6 +307,16 @@ __attribute__((target("avx2"), always_inline)) inline void Step(const char* at, 
   *newlines = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, k.newline)));
 }
 
+// The ESC bytes of the 64 bytes at `at`.
+__attribute__((target("avx2"), always_inline)) inline uint64_t EscBits(const char* at) {
+  const __m256i esc = _mm256_set1_epi8('\x1b');
+  const auto lo = static_cast<uint32_t>(_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at)), esc)));
+  const auto hi = static_cast<uint32_t>(_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 32)), esc)));
+  return lo | uint64_t{hi} << 32;
+}
+
 // 32 bytes per step: one mask of the anchor bytes (a byte and the one before it, from a second
 // load one byte back) and one of the newlines; only the set bits are looked at one by one.
 // `from` starts a line. Positions the vector loop cannot cover (the first byte of the block,
@@ -274,34 +350,13 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
     uint32_t a0, n0, a1, n1;
     Step(s + i, k, &a0, &n0);
     Step(s + i + 32, k, &a1, &n1);
-    uint64_t mask = a0 | uint64_t{a1} << 32;
-    const uint64_t nl_mask = n0 | uint64_t{n1} << 32;
-    // The line running into this step is too long at line_start + long_line_bytes, unless it
-    // ends first (a later line in the step is shorter than the step).
-    // Only there: an anchor byte at line_start + long_line_bytes of a later line in the step
-    // is no overlong line (a differential fuzz input found one).
-    size_t long_at = SIZE_MAX;
-    if (line_start + long_line_bytes < i + 64) {
-      const size_t q = line_start + long_line_bytes;
-      const size_t first_nl =
-          nl_mask == 0 ? i + 64 : i + static_cast<size_t>(__builtin_ctzll(nl_mask));
-      if (q >= i && q < first_nl) {
-        mask |= uint64_t{1} << (q - i);
-        long_at = q;
-      }
-    }
-    while (mask != 0) {
-      const auto bit = static_cast<unsigned>(__builtin_ctzll(mask));
-      const size_t pos = i + bit;
-      if (pos == long_at || Verify(s, n, pos, json)) {
-        const uint64_t below = bit == 0 ? 0 : nl_mask & ((uint64_t{1} << bit) - 1);
-        return {pos, newlines + static_cast<uint64_t>(__builtin_popcountll(below))};
-      }
-      mask &= mask - 1;
-    }
-    if (nl_mask != 0) {
-      newlines += static_cast<uint64_t>(__builtin_popcountll(nl_mask));
-      line_start = i + 64 - static_cast<size_t>(__builtin_clzll(nl_mask));
+    const uint64_t mask = a0 | uint64_t{a1} << 32;
+    // The ESC bytes only where there are anchors: a log of plain chatter has none in most steps.
+    const uint64_t esc = mask == 0 ? 0 : EscBits(s + i);
+    Hit hit{};
+    if (Bits64<true>(s, n, i, mask, n0 | uint64_t{n1} << 32, esc, long_line_bytes, json,
+                     &line_start, &newlines, &hit)) {
+      return hit;
     }
     i += 64;
   }
@@ -323,7 +378,7 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
     while (mask != 0) {
       const auto bit = static_cast<unsigned>(__builtin_ctz(mask));
       const size_t pos = i + bit;
-      if (pos == long_at || Verify(s, n, pos, json)) {
+      if (pos == long_at || Verify<true>(s, n, pos, json)) {
         const uint32_t below = bit == 0 ? 0 : nl_mask & ((1u << bit) - 1);
         return {pos, newlines + static_cast<uint64_t>(__builtin_popcount(below))};
       }
@@ -338,21 +393,102 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
   return ScanBytes(s, n, i, n, line_start, long_line_bytes, newlines, json);
 }
 
+#define EFAWATCH_AVX512 __attribute__((target("avx512f,avx512bw"), always_inline)) inline
+// A 16-byte table in each 128-bit lane (loaded from four copies: GCC 12 warns about the
+// broadcast intrinsic's own code).
+EFAWATCH_AVX512 __m512i Table512(const std::array<uint8_t, 16>& t) {
+  alignas(64) std::array<uint8_t, 64> four{};
+  for (size_t i = 0; i < four.size(); ++i) four[i] = t[i % 16];
+  return _mm512_load_si512(four.data());
+}
+
+// Groups() of 64 bytes.
+EFAWATCH_AVX512 __m512i Groups512(__m512i v, __m512i lo_table, __m512i hi_table) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lo = _mm512_and_si512(v, low4);
+  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+  return _mm512_and_si512(_mm512_shuffle_epi8(lo_table, lo), _mm512_shuffle_epi8(hi_table, hi));
+}
+#undef EFAWATCH_AVX512
+
+// ScanAvx2() with 64 bytes per vector: the same tables and bit work, half the vector
+// instructions.
+__attribute__((target("avx512f,avx512bw"))) Hit ScanAvx512(const char* s, size_t n, size_t from,
+                                                           size_t long_line_bytes, bool json) {
+  uint64_t newlines = 0;
+  size_t line_start = from;
+  size_t i = from;
+  if (i == 0) {
+    Hit h = ScanBytes(s, n, 0, n < 1 ? n : 1, 0, long_line_bytes, 0, json);
+    if (h.pos != n) return h;
+    newlines = h.newlines;
+    line_start = newlines != 0 ? 1 : 0;
+    i = 1;
+  }
+  const __m512i cur_lo = Table512(kCurLo), cur_hi = Table512(kCurHi), prev_lo = Table512(kPrevLo),
+                prev_hi = Table512(kPrevHi);
+  const __m512i any_prev = _mm512_set1_epi8(kAnyPrev);
+  const __m512i enabled = _mm512_set1_epi8(static_cast<char>(json ? 0xff : ~(1u << 3)));
+  const __m512i newline = _mm512_set1_epi8('\n');
+  const __m512i escape = _mm512_set1_epi8('\x1b');
+  while (i + 64 <= n) {
+    const __m512i a = _mm512_loadu_si512(s + i);
+    const __m512i p = _mm512_loadu_si512(s + i - 1);
+    const __m512i m = _mm512_and_si512(_mm512_and_si512(Groups512(a, cur_lo, cur_hi), enabled),
+                                       _mm512_or_si512(Groups512(p, prev_lo, prev_hi), any_prev));
+    Hit hit{};
+    if (Bits64<true>(s, n, i, _mm512_test_epi8_mask(m, m), _mm512_cmpeq_epi8_mask(a, newline),
+                     _mm512_cmpeq_epi8_mask(a, escape), long_line_bytes, json, &line_start,
+                     &newlines, &hit)) {
+      return hit;
+    }
+    i += 64;
+  }
+  return ScanBytes(s, n, i, n, line_start, long_line_bytes, newlines, json);
+}
+
 bool HaveAvx2() {
   static const bool have = __builtin_cpu_supports("avx2");
   return have;
 }
+
+bool HaveAvx512() {
+  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return have;
+}
 #endif
+
+std::atomic<internal::ScanLevel> forced_level{internal::ScanLevel::kBest};
 
 }  // namespace
 
 namespace internal {
 
+void ForceScanLevel(ScanLevel level) { forced_level.store(level, std::memory_order_relaxed); }
+
+std::string_view ScanName() {
+  const ScanLevel level = forced_level.load(std::memory_order_relaxed);
+#if defined(__x86_64__)
+  if (HaveAvx512() && level == ScanLevel::kBest) return "avx512";
+  if (HaveAvx2() && level != ScanLevel::kLines) return "avx2";
+#endif
+  (void)level;
+  return "lines";
+}
+
 Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes, bool json) {
 #if defined(__x86_64__)
   // The pair anchors look one byte back and the long-line check assumes a line longer than
   // one step is found by the step it ends in; below 64 bytes the line scan is exact anyway.
-  if (long_line_bytes >= 64 && HaveAvx2()) return ScanAvx2(s, n, from, long_line_bytes, json);
+  if (long_line_bytes >= 64) {
+    const ScanLevel level = forced_level.load(std::memory_order_relaxed);
+    if (HaveAvx512() && level == ScanLevel::kBest) {
+      return ScanAvx512(s, n, from, long_line_bytes, json);
+    }
+    if (HaveAvx2() && level != ScanLevel::kLines) {
+      return ScanAvx2(s, n, from, long_line_bytes, json);
+    }
+  }
 #endif
   return ScanLines(s, n, from, long_line_bytes, json);
 }

@@ -37,6 +37,13 @@ struct Hit {
 };
 Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes, bool json);
 
+// Which scan NextCandidate() runs: the best the CPU has (AVX-512, else AVX2, else line by line)
+// or, for tests that check each on a machine that has them all, a lesser one. Process-wide.
+enum class ScanLevel { kBest, kAvx2, kLines };
+void ForceScanLevel(ScanLevel level);
+// The scan NextCandidate() runs now: "avx512", "avx2" or "lines".
+std::string_view ScanName();
+
 }  // namespace internal
 
 // Calls `visit(index, line)` in order for every line of `block` ('\n'-separated, 0-based

@@ -218,8 +218,11 @@ bool ParseDockerJson(std::string_view line, std::string* text, bool* partial) {
       return true;
     }
     if (c != '\\') {
-      text->push_back(c);
-      ++i;
+      // The text up to the next quote or escape in one piece: a record is mostly plain text.
+      size_t e = i + 1;
+      while (e < line.size() && line[e] != '"' && line[e] != '\\') ++e;
+      text->append(line.data() + i, e - i);
+      i = e;
       continue;
     }
     if (i + 1 >= line.size()) return false;

@@ -14,6 +14,44 @@ namespace {
 
 constexpr size_t kLong = 65536;
 
+// Every test runs with each scan this machine has (internal::ForceScanLevel): the AVX-512 and
+// the AVX2 scan must find what the line-by-line reference finds.
+class BlockScannerTest : public ::testing::TestWithParam<internal::ScanLevel> {
+ protected:
+  void SetUp() override { internal::ForceScanLevel(GetParam()); }
+  void TearDown() override { internal::ForceScanLevel(internal::ScanLevel::kBest); }
+};
+
+std::string LevelName(const ::testing::TestParamInfo<internal::ScanLevel>& info) {
+  switch (info.param) {
+    case internal::ScanLevel::kBest:
+      return "Best";
+    case internal::ScanLevel::kAvx2:
+      return "Avx2";
+    case internal::ScanLevel::kLines:
+      return "Lines";
+  }
+  return "Unknown";
+}
+
+INSTANTIATE_TEST_SUITE_P(EachScan, BlockScannerTest,
+                         ::testing::Values(internal::ScanLevel::kBest, internal::ScanLevel::kAvx2,
+                                           internal::ScanLevel::kLines),
+                         LevelName);
+
+TEST(BlockScanLevelTest, TheBestScanIsTheWidestTheCpuHasAndALesserOneCanBeForced) {
+#if defined(__x86_64__)
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  const bool avx2 = __builtin_cpu_supports("avx2");
+  EXPECT_EQ(internal::ScanName(), avx512 ? "avx512" : avx2 ? "avx2" : "lines");
+  internal::ForceScanLevel(internal::ScanLevel::kAvx2);
+  EXPECT_EQ(internal::ScanName(), avx2 ? "avx2" : "lines");
+#endif
+  internal::ForceScanLevel(internal::ScanLevel::kLines);
+  EXPECT_EQ(internal::ScanName(), "lines");
+  internal::ForceScanLevel(internal::ScanLevel::kBest);
+}
+
 // The indices ForEachCandidateLine() visits (never asking for the next line), checking that
 // each visited line is the block's line of that index and the returned count.
 std::vector<uint64_t> Visited(const std::vector<std::string>& lines, size_t long_line_bytes,
@@ -53,7 +91,7 @@ std::vector<uint64_t> Expected(const std::vector<std::string>& lines, size_t lon
 // A file whose lines cannot be docker json-file records (CRI, plain): Trainer's metric dicts
 // and JSON-lines logging start with '{' and are text, passed over like any chatter, by the
 // vector scan and the line-by-line path alike; a '{' line with a needle is still found.
-TEST(BlockScannerTest, BraceLinesAreTextWhereTheFileHoldsNoJsonRecords) {
+TEST_P(BlockScannerTest, BraceLinesAreTextWhereTheFileHoldsNoJsonRecords) {
   std::vector<std::string> lines;
   for (int i = 0; i < 200; ++i) {
     lines.push_back("{'loss': 1.2" + std::to_string(i) +
@@ -70,7 +108,7 @@ TEST(BlockScannerTest, BraceLinesAreTextWhereTheFileHoldsNoJsonRecords) {
   }
 }
 
-TEST(BlockScannerTest, CandidateLinesHoldWhatTheAnalyzerReadsAndNothingElse) {
+TEST_P(BlockScannerTest, CandidateLinesHoldWhatTheAnalyzerReadsAndNothingElse) {
   for (const char* line : {
            "h:1:2 [0] NCCL INFO Using network Socket",
            "h:1:2 [0] INFO legacy record",
@@ -113,7 +151,7 @@ TEST(BlockScannerTest, CandidateLinesHoldWhatTheAnalyzerReadsAndNothingElse) {
 
 // The vector scan looks 32 bytes at a time and at pairs of bytes: every needle at every offset
 // around a step boundary, on the first line and later ones, must be found, and nothing else.
-TEST(BlockScannerTest, FindsEveryNeedleAtEveryOffset) {
+TEST_P(BlockScannerTest, FindsEveryNeedleAtEveryOffset) {
   const std::vector<std::string> needles = {
       "NCCL",       " INFO ",     " WARN ",
       "FI_",        "libfabric:", " P ",
@@ -143,7 +181,7 @@ TEST(BlockScannerTest, FindsEveryNeedleAtEveryOffset) {
   }
 }
 
-TEST(BlockScannerTest, LinesLongerThanTheLimitAreVisitedWhereverTheyStart) {
+TEST_P(BlockScannerTest, LinesLongerThanTheLimitAreVisitedWhereverTheyStart) {
   for (size_t limit : {64u, 100u, 300u}) {
     for (size_t lead = 0; lead < 40; ++lead) {
       std::vector<std::string> lines = {std::string(lead, 'a')};
@@ -156,7 +194,7 @@ TEST(BlockScannerTest, LinesLongerThanTheLimitAreVisitedWhereverTheyStart) {
   }
 }
 
-TEST(BlockScannerTest, CountsLinesWithAndWithoutTheLastNewline) {
+TEST_P(BlockScannerTest, CountsLinesWithAndWithoutTheLastNewline) {
   auto count = [](std::string_view block) {
     return ForEachCandidateLine(block, kLong, false,
                                 [](uint64_t, std::string_view) { return false; });
@@ -178,7 +216,7 @@ TEST(BlockScannerTest, CountsLinesWithAndWithoutTheLastNewline) {
 
 // A visit that returns true (a split record awaits its rest) gets the next line too, needle or
 // not; `visit_first` does the same across blocks.
-TEST(BlockScannerTest, TheLineAfterAnUnfinishedRecordIsVisited) {
+TEST_P(BlockScannerTest, TheLineAfterAnUnfinishedRecordIsVisited) {
   const std::string block =
       "plain\nT stdout P h:1:2 [0] NCCL INFO Using net\nT stdout F work Socket\nplain\n"
       "T stdout P a\nT stdout P b\nT stdout F c\nplain again\n";
@@ -193,7 +231,7 @@ TEST(BlockScannerTest, TheLineAfterAnUnfinishedRecordIsVisited) {
 // With dense_runs, kDenseAfter candidate lines in a row make the next kDenseLines lines visited
 // without the scan, candidates or not; then the scan resumes and skips chatter again. Without
 // it, only candidates are visited.
-TEST(BlockScannerTest, DenseRunsVisitTheLinesAfterARunOfCandidates) {
+TEST_P(BlockScannerTest, DenseRunsVisitTheLinesAfterARunOfCandidates) {
   std::string block;
   const uint64_t run = kDenseAfter, dense = kDenseLines;
   for (uint64_t i = 0; i < run; ++i) block += "h:1:2 [0] NCCL INFO line\n";
@@ -221,7 +259,7 @@ TEST(BlockScannerTest, DenseRunsVisitTheLinesAfterARunOfCandidates) {
 // Windows double while the scan between them finds nothing but candidates, up to
 // kDenseMaxLines, and start again at kDenseLines after a line the scan passes over. The chatter
 // a window runs into is bounded by the run before it.
-TEST(BlockScannerTest, DenseWindowsGrowOnlyWhileTheRunLasts) {
+TEST_P(BlockScannerTest, DenseWindowsGrowOnlyWhileTheRunLasts) {
   // `visited_chatter` after `run` NCCL lines, then 2 * kDenseMaxLines chatter lines.
   auto chatter_visited = [](uint64_t run) {
     std::string block;
@@ -268,7 +306,7 @@ TEST(BlockScannerTest, DenseWindowsGrowOnlyWhileTheRunLasts) {
 
 // The analyzer's block path must report what its per-line path reports, counters included,
 // on a log where most lines are chatter and a record is split at "NC|CL" by the runtime.
-TEST(BlockScannerTest, FeedLinesMatchesFeedingEveryLine) {
+TEST_P(BlockScannerTest, FeedLinesMatchesFeedingEveryLine) {
   std::vector<std::string> lines;
   for (int i = 0; i < 200; ++i) {
     lines.push_back("2026-12-02T10:00:00.000000001Z stdout F step " + std::to_string(i));
