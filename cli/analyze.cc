@@ -303,6 +303,25 @@ int64_t PreadRange(int fd, uint64_t* offset, uint64_t end, char* dst, size_t n,
   }
 }
 
+bool MostlyNccl(char** argv) {
+  for (char** a = argv + 1; *a != nullptr; ++a) {
+    struct stat st {};
+    if (stat(*a, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) continue;
+    const int fd = open(*a, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string head(64 * 1024, '\0');
+    const ssize_t r = pread(fd, head.data(), head.size(), 0);
+    close(fd);
+    if (r <= 0) continue;
+    head.resize(static_cast<size_t>(r));
+    size_t lines = 0, nccl = 0;
+    for (size_t at = 0; (at = head.find('\n', at)) != std::string::npos; ++at) ++lines;
+    for (size_t at = 0; (at = head.find("NCCL", at)) != std::string::npos; at += 4) ++nccl;
+    return 4 * nccl >= std::max<size_t>(lines, 1);
+  }
+  return false;
+}
+
 }  // namespace internal
 
 void ReexecWithHugePageHeap(char** argv) {
@@ -316,7 +335,7 @@ void ReexecWithHugePageHeap(char** argv) {
     struct stat st {};
     if (stat(*a, &st) == 0 && S_ISREG(st.st_mode)) input_bytes += static_cast<uint64_t>(st.st_size);
   }
-  if (input_bytes < kMinInputBytes) return;
+  if (input_bytes < kMinInputBytes || !internal::MostlyNccl(argv)) return;
   constexpr std::string_view kTunable = "glibc.malloc.hugetlb";
   const char* current = std::getenv("GLIBC_TUNABLES");
   std::string tunables = current != nullptr ? current : "";

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "cli/analyze.h"
 
@@ -46,6 +47,50 @@ TEST_F(PreadRangeTest, AFileThatShrankIsAnError) {
   ASSERT_EQ(ftruncate(fd_, 4), 0);  // copytruncate under the reader
   EXPECT_EQ(internal::PreadRange(fd_, &offset, 20, buf, sizeof(buf), &error), -1);
   EXPECT_EQ(error, "the file shrank while it was read");
+}
+
+}  // namespace
+}  // namespace efawatch::cli
+
+namespace efawatch::cli {
+namespace {
+
+// Which logs earn the huge-page heap's second start: NCCL logs, not a pod's chatter.
+class MostlyNcclTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& text) {
+    char name[] = "/tmp/mostly_nccl_XXXXXX";
+    const int fd = mkstemp(name);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+    names_.emplace_back(name);
+    return name;
+  }
+  void TearDown() override {
+    for (const std::string& n : names_) unlink(n.c_str());
+  }
+  std::vector<std::string> names_;
+};
+
+TEST_F(MostlyNcclTest, NcclLogsYesChatterNo) {
+  std::string nccl, chatter;
+  for (int i = 0; i < 100; ++i) {
+    nccl += "h:1:2 [0] NCCL INFO Channel 00/0" + std::to_string(i % 8) + " : 0 1\n";
+    chatter += i % 50 == 0 ? "h:1:2 [0] NCCL INFO NET/OFI Using aws-ofi-nccl\n"
+                           : "step " + std::to_string(i) + " loss 0.25\n";
+  }
+  std::string nccl_file = Write(nccl), chatter_file = Write(chatter);
+  std::string prog = "efawatch", cmd = "analyze", missing = "/nonexistent/file.log";
+  char* yes[] = {prog.data(), cmd.data(), nccl_file.data(), nullptr};
+  char* no[] = {prog.data(), cmd.data(), chatter_file.data(), nullptr};
+  // The first regular file decides: a missing one is passed over.
+  char* first_missing[] = {prog.data(), missing.data(), nccl_file.data(), nullptr};
+  char* none[] = {prog.data(), cmd.data(), nullptr};
+  EXPECT_TRUE(internal::MostlyNccl(yes));
+  EXPECT_FALSE(internal::MostlyNccl(no));
+  EXPECT_TRUE(internal::MostlyNccl(first_missing));
+  EXPECT_FALSE(internal::MostlyNccl(none));
 }
 
 }  // namespace
