@@ -393,69 +393,11 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
   return ScanBytes(s, n, i, n, line_start, long_line_bytes, newlines, json);
 }
 
-#define EFAWATCH_AVX512 __attribute__((target("avx512f,avx512bw"), always_inline)) inline
-// A 16-byte table in each 128-bit lane (loaded from four copies: GCC 12 warns about the
-// broadcast intrinsic's own code).
-EFAWATCH_AVX512 __m512i Table512(const std::array<uint8_t, 16>& t) {
-  alignas(64) std::array<uint8_t, 64> four{};
-  for (size_t i = 0; i < four.size(); ++i) four[i] = t[i % 16];
-  return _mm512_load_si512(four.data());
-}
-
-// Groups() of 64 bytes.
-EFAWATCH_AVX512 __m512i Groups512(__m512i v, __m512i lo_table, __m512i hi_table) {
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  const __m512i lo = _mm512_and_si512(v, low4);
-  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-  return _mm512_and_si512(_mm512_shuffle_epi8(lo_table, lo), _mm512_shuffle_epi8(hi_table, hi));
-}
-#undef EFAWATCH_AVX512
-
-// ScanAvx2() with 64 bytes per vector: the same tables and bit work, half the vector
-// instructions.
-__attribute__((target("avx512f,avx512bw"))) Hit ScanAvx512(const char* s, size_t n, size_t from,
-                                                           size_t long_line_bytes, bool json) {
-  uint64_t newlines = 0;
-  size_t line_start = from;
-  size_t i = from;
-  if (i == 0) {
-    Hit h = ScanBytes(s, n, 0, n < 1 ? n : 1, 0, long_line_bytes, 0, json);
-    if (h.pos != n) return h;
-    newlines = h.newlines;
-    line_start = newlines != 0 ? 1 : 0;
-    i = 1;
-  }
-  const __m512i cur_lo = Table512(kCurLo), cur_hi = Table512(kCurHi), prev_lo = Table512(kPrevLo),
-                prev_hi = Table512(kPrevHi);
-  const __m512i any_prev = _mm512_set1_epi8(kAnyPrev);
-  const __m512i enabled = _mm512_set1_epi8(static_cast<char>(json ? 0xff : ~(1u << 3)));
-  const __m512i newline = _mm512_set1_epi8('\n');
-  const __m512i escape = _mm512_set1_epi8('\x1b');
-  while (i + 64 <= n) {
-    const __m512i a = _mm512_loadu_si512(s + i);
-    const __m512i p = _mm512_loadu_si512(s + i - 1);
-    const __m512i m = _mm512_and_si512(_mm512_and_si512(Groups512(a, cur_lo, cur_hi), enabled),
-                                       _mm512_or_si512(Groups512(p, prev_lo, prev_hi), any_prev));
-    Hit hit{};
-    if (Bits64<true>(s, n, i, _mm512_test_epi8_mask(m, m), _mm512_cmpeq_epi8_mask(a, newline),
-                     _mm512_cmpeq_epi8_mask(a, escape), long_line_bytes, json, &line_start,
-                     &newlines, &hit)) {
-      return hit;
-    }
-    i += 64;
-  }
-  return ScanBytes(s, n, i, n, line_start, long_line_bytes, newlines, json);
-}
-
 bool HaveAvx2() {
   static const bool have = __builtin_cpu_supports("avx2");
   return have;
 }
 
-bool HaveAvx512() {
-  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  return have;
-}
 #endif
 
 std::atomic<internal::ScanLevel> forced_level{internal::ScanLevel::kBest};
@@ -467,12 +409,11 @@ namespace internal {
 void ForceScanLevel(ScanLevel level) { forced_level.store(level, std::memory_order_relaxed); }
 
 std::string_view ScanName() {
-  const ScanLevel level = forced_level.load(std::memory_order_relaxed);
 #if defined(__x86_64__)
-  if (HaveAvx512() && level == ScanLevel::kBest) return "avx512";
-  if (HaveAvx2() && level != ScanLevel::kLines) return "avx2";
+  if (HaveAvx2() && forced_level.load(std::memory_order_relaxed) != ScanLevel::kLines) {
+    return "avx2";
+  }
 #endif
-  (void)level;
   return "lines";
 }
 
@@ -481,11 +422,7 @@ Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes, 
   // The pair anchors look one byte back and the long-line check assumes a line longer than
   // one step is found by the step it ends in; below 64 bytes the line scan is exact anyway.
   if (long_line_bytes >= 64) {
-    const ScanLevel level = forced_level.load(std::memory_order_relaxed);
-    if (HaveAvx512() && level == ScanLevel::kBest) {
-      return ScanAvx512(s, n, from, long_line_bytes, json);
-    }
-    if (HaveAvx2() && level != ScanLevel::kLines) {
+    if (HaveAvx2() && forced_level.load(std::memory_order_relaxed) != ScanLevel::kLines) {
       return ScanAvx2(s, n, from, long_line_bytes, json);
     }
   }
