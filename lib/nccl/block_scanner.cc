@@ -48,6 +48,21 @@ constexpr std::array<bool, 256> kAnchor = [] {
 // (or the line). Inlined into the scan: such a log has two per line (ansi, bench/analyze.sh).
 EFAWATCH_ALWAYS_INLINE bool HarmlessEscape(const char* s, size_t n, size_t pos) {
   if (pos == 0 || s[pos - 1] == '\n') return true;
+  if (pos + 8 <= n) {
+    // A colour code fits in 8 bytes: its parameter bytes (top three bits 001) are found in one
+    // word, not byte by byte (a console colouring lines ends each with one).
+    uint64_t w = 0;
+    memcpy(&w, s + pos, sizeof(w));
+    if (((w >> 8) & 0xff) != '[') return false;
+    const uint64_t not_param = (w ^ 0x2020202020202020ULL) & 0xE0E0E0E0E0E0E0E0ULL & ~0xFFFFULL;
+    if (not_param != 0) {
+      const auto j = static_cast<unsigned>(__builtin_ctzll(not_param)) / 8;
+      const auto final_byte = static_cast<unsigned char>(w >> (8 * j));
+      if (final_byte < 0x40 || final_byte > 0x7e) return false;
+      const size_t after = pos + j + 1;
+      return after == n || s[after] == '\n' || s[after] == '\x1b';
+    }
+  }
   size_t i = pos + 1;
   if (i >= n || s[i] != '[') return false;
   ++i;
@@ -121,6 +136,10 @@ template <bool kAvx2 = false>
 EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos, bool json) {
   // Before the switch's jump table: a log coloured line by line has two escapes per line.
   if (s[pos] == '\x1b') return !HarmlessEscape(s, n, pos);
+  // And a docker json-file log has a '{' at each line's start.
+  if (s[pos] == '{') {
+    return json && (pos == 0 || s[pos - 1] == '\n') && !PlainDockerRecordAt<kAvx2>(s, n, pos);
+  }
   switch (s[pos]) {
     case 'C':
       return pos >= 1 && At(s, n, pos - 1, "NCCL");
@@ -135,10 +154,6 @@ EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos, bool jso
     case '#':
     case '\0':
       return true;
-    case '{': {
-      if (!json || (pos != 0 && s[pos - 1] != '\n')) return false;
-      return !PlainDockerRecordAt<kAvx2>(s, n, pos);
-    }
     case 'P':
       return pos >= 1 && At(s, n, pos - 1, " P ");
     case ':':
@@ -189,18 +204,14 @@ Hit ScanLines(const char* s, size_t n, size_t from, size_t long_line_bytes, bool
   return {n, newlines};
 }
 
-// The bit work of 64 bytes at s[i] (i >= 1) for the vector scans: `mask` holds their anchor
-// bytes, `nl_mask` their newlines and `esc_mask` their ESC bytes (or 0 where `mask` is: only
-// the ESC bytes among the anchors are looked at). True with `*hit` set when one of them is a
-// candidate's; else the newlines are counted and `*line_start` carried on. Inlined into each
-// scan (`kAvx2`: called from a scan built for AVX2 or later).
+// The bit work of 64 bytes at s[i] for the vector scan: `mask` holds their anchor bytes and
+// `nl_mask` their newlines. True with `*hit` set when one of them is a candidate's; else the
+// newlines are counted and `*line_start` carried on. `kAvx2`: inlined into a scan built for
+// AVX2.
 template <bool kAvx2>
 EFAWATCH_ALWAYS_INLINE bool Bits64(const char* s, size_t n, size_t i, uint64_t mask,
-                                   uint64_t nl_mask, uint64_t esc_mask, size_t long_line_bytes,
-                                   bool json, size_t* line_start, uint64_t* newlines, Hit* hit) {
-  // An escape that starts its line is harmless whatever follows (HarmlessEscape): dropped here,
-  // by the newline before it, rather than verified one by one (a console colouring every line).
-  mask &= ~(esc_mask & ((nl_mask << 1) | (s[i - 1] == '\n' ? 1 : 0)));
+                                   uint64_t nl_mask, size_t long_line_bytes, bool json,
+                                   size_t* line_start, uint64_t* newlines, Hit* hit) {
   // The line running into these bytes is too long at line_start + long_line_bytes, unless it
   // ends first (a later line in them is shorter than 64 bytes). Only there: an anchor byte at
   // line_start + long_line_bytes of a later line is no overlong line (a differential fuzz input
@@ -307,16 +318,6 @@ __attribute__((target("avx2"), always_inline)) inline void Step(const char* at, 
   *newlines = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, k.newline)));
 }
 
-// The ESC bytes of the 64 bytes at `at`.
-__attribute__((target("avx2"), always_inline)) inline uint64_t EscBits(const char* at) {
-  const __m256i esc = _mm256_set1_epi8('\x1b');
-  const auto lo = static_cast<uint32_t>(_mm256_movemask_epi8(
-      _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at)), esc)));
-  const auto hi = static_cast<uint32_t>(_mm256_movemask_epi8(
-      _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 32)), esc)));
-  return lo | uint64_t{hi} << 32;
-}
-
 // 32 bytes per step: one mask of the anchor bytes (a byte and the one before it, from a second
 // load one byte back) and one of the newlines; only the set bits are looked at one by one.
 // `from` starts a line. Positions the vector loop cannot cover (the first byte of the block,
@@ -351,11 +352,9 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
     Step(s + i, k, &a0, &n0);
     Step(s + i + 32, k, &a1, &n1);
     const uint64_t mask = a0 | uint64_t{a1} << 32;
-    // The ESC bytes only where there are anchors: a log of plain chatter has none in most steps.
-    const uint64_t esc = mask == 0 ? 0 : EscBits(s + i);
     Hit hit{};
-    if (Bits64<true>(s, n, i, mask, n0 | uint64_t{n1} << 32, esc, long_line_bytes, json,
-                     &line_start, &newlines, &hit)) {
+    if (Bits64<true>(s, n, i, mask, n0 | uint64_t{n1} << 32, long_line_bytes, json, &line_start,
+                     &newlines, &hit)) {
       return hit;
     }
     i += 64;
