@@ -314,8 +314,8 @@ bool MostlyNccl(char** argv) {
     close(fd);
     if (r <= 0) continue;
     head.resize(static_cast<size_t>(r));
-    size_t lines = 0, nccl = 0;
-    for (size_t at = 0; (at = head.find('\n', at)) != std::string::npos; ++at) ++lines;
+    const auto lines = static_cast<size_t>(std::count(head.begin(), head.end(), '\n'));
+    size_t nccl = 0;
     for (size_t at = 0; (at = head.find("NCCL", at)) != std::string::npos; at += 4) ++nccl;
     return 4 * nccl >= std::max<size_t>(lines, 1);
   }

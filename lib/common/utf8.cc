@@ -51,23 +51,14 @@ size_t AsciiPrefix(std::string_view s) {
 
 // The index of the first byte that starts no well-formed sequence, or s.size().
 size_t FirstInvalid(std::string_view s) {
+  // ASCII runs, which are nearly all log text, skip the sequence decoder: the analyzer checks
+  // every line it parses.
   size_t i = AsciiPrefix(s);
   while (i < s.size()) {
-    // ASCII runs, which are nearly all log text, skip the sequence decoder, eight bytes at a
-    // time: the analyzer checks every line it parses.
-    uint64_t word = 0;
-    if (i + sizeof(word) <= s.size() &&
-        (std::memcpy(&word, s.data() + i, sizeof(word)), (word & 0x8080808080808080ULL) == 0)) {
-      i += sizeof(word);
-      continue;
-    }
-    if (static_cast<unsigned char>(s[i]) < 0x80) {
-      ++i;
-      continue;
-    }
     const size_t len = SequenceAt(s, i);
     if (len == 0) return i;
     i += len;
+    i += AsciiPrefix(s.substr(i));
   }
   return s.size();
 }

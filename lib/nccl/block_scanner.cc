@@ -80,11 +80,6 @@ EFAWATCH_ALWAYS_INLINE bool HarmlessEscape(const char* s, size_t n, size_t pos) 
 // split records (no "\n" at the end) and any other '{' line are.
 constexpr std::string_view kDockerHead = "{\"log\":\"";
 constexpr std::string_view kDockerEnd = "\\n\",\"stream\":\"";
-bool PlainDockerRecord(std::string_view line) {
-  if (!line.starts_with(kDockerHead)) return false;
-  const size_t b = line.find('\\', kDockerHead.size());
-  return b != std::string_view::npos && line.substr(b, kDockerEnd.size()) == kDockerEnd;
-}
 
 // The first backslash or newline in s[i, n), or n.
 size_t FirstBackslashOrNewline(const char* s, size_t n, size_t i) {
@@ -114,9 +109,9 @@ __attribute__((target("avx2"))) size_t FirstBackslashOrNewlineAvx2(const char* s
 }
 #endif
 
-// PlainDockerRecord() of the line that starts at s[pos], in one pass to its first backslash
-// instead of one to its end and one to the backslash: every line of a docker json-file log
-// comes here (docker-json, bench/analyze.sh). `kAvx2`: called from the AVX2 scan.
+// Whether the line that starts at s[pos] is such a record, in one pass to its first backslash
+// or newline instead of one to its end and one to the backslash: every line of a docker
+// json-file log comes here (docker-json, bench/analyze.sh). `kAvx2`: called from the AVX2 scan.
 template <bool kAvx2>
 bool PlainDockerRecordAt(const char* s, size_t n, size_t pos) {
   if (!At(s, n, pos, kDockerHead)) return false;
@@ -204,23 +199,23 @@ Hit ScanLines(const char* s, size_t n, size_t from, size_t long_line_bytes, bool
   return {n, newlines};
 }
 
-// The bit work of 64 bytes at s[i] for the vector scan: `mask` holds their anchor bytes and
-// `nl_mask` their newlines. True with `*hit` set when one of them is a candidate's; else the
-// newlines are counted and `*line_start` carried on. `kAvx2`: inlined into a scan built for
-// AVX2.
-template <bool kAvx2>
-EFAWATCH_ALWAYS_INLINE bool Bits64(const char* s, size_t n, size_t i, uint64_t mask,
-                                   uint64_t nl_mask, size_t long_line_bytes, bool json,
-                                   size_t* line_start, uint64_t* newlines, Hit* hit) {
+// The bit work of the `kWidth` (32 or 64) bytes at s[i] for the vector scan: `mask` holds
+// their anchor bytes and `nl_mask` their newlines (the bits above kWidth clear). True with `*hit`
+// set when one of them is a candidate's; else the newlines are counted and `*line_start`
+// carried on.
+template <size_t kWidth>
+EFAWATCH_ALWAYS_INLINE bool StepBits(const char* s, size_t n, size_t i, uint64_t mask,
+                                     uint64_t nl_mask, size_t long_line_bytes, bool json,
+                                     size_t* line_start, uint64_t* newlines, Hit* hit) {
   // The line running into these bytes is too long at line_start + long_line_bytes, unless it
-  // ends first (a later line in them is shorter than 64 bytes). Only there: an anchor byte at
+  // ends first (a later line in them is shorter than kWidth bytes). Only there: an anchor byte at
   // line_start + long_line_bytes of a later line is no overlong line (a differential fuzz input
   // found one).
   size_t long_at = SIZE_MAX;
-  if (*line_start + long_line_bytes < i + 64) {
+  if (*line_start + long_line_bytes < i + kWidth) {
     const size_t q = *line_start + long_line_bytes;
     const size_t first_nl =
-        nl_mask == 0 ? i + 64 : i + static_cast<size_t>(__builtin_ctzll(nl_mask));
+        nl_mask == 0 ? i + kWidth : i + static_cast<size_t>(__builtin_ctzll(nl_mask));
     if (q >= i && q < first_nl) {
       mask |= uint64_t{1} << (q - i);
       long_at = q;
@@ -229,7 +224,7 @@ EFAWATCH_ALWAYS_INLINE bool Bits64(const char* s, size_t n, size_t i, uint64_t m
   while (mask != 0) {
     const auto bit = static_cast<unsigned>(__builtin_ctzll(mask));
     const size_t pos = i + bit;
-    if (pos == long_at || Verify<kAvx2>(s, n, pos, json)) {
+    if (pos == long_at || Verify<true>(s, n, pos, json)) {
       const uint64_t below = bit == 0 ? 0 : nl_mask & ((uint64_t{1} << bit) - 1);
       *hit = {pos, *newlines + static_cast<uint64_t>(__builtin_popcountll(below))};
       return true;
@@ -238,6 +233,7 @@ EFAWATCH_ALWAYS_INLINE bool Bits64(const char* s, size_t n, size_t i, uint64_t m
   }
   if (nl_mask != 0) {
     *newlines += static_cast<uint64_t>(__builtin_popcountll(nl_mask));
+    // The last newline's bit, counted down from bit 63 (with kWidth 32 the upper half is clear).
     *line_start = i + 64 - static_cast<size_t>(__builtin_clzll(nl_mask));
   }
   return false;
@@ -353,7 +349,7 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
     Step(s + i + 32, k, &a1, &n1);
     const uint64_t mask = a0 | uint64_t{a1} << 32;
     Hit hit{};
-    if (Bits64<true>(s, n, i, mask, n0 | uint64_t{n1} << 32, long_line_bytes, json, &line_start,
+    if (StepBits<64>(s, n, i, mask, n0 | uint64_t{n1} << 32, long_line_bytes, json, &line_start,
                      &newlines, &hit)) {
       return hit;
     }
@@ -362,30 +358,9 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
   while (i + 32 <= n) {
     uint32_t mask, nl_mask;
     Step(s + i, k, &mask, &nl_mask);
-    // Only there: an anchor byte at line_start + long_line_bytes of a later line in the step
-    // is no overlong line (a differential fuzz input found one).
-    size_t long_at = SIZE_MAX;
-    if (line_start + long_line_bytes < i + 32) {
-      const size_t q = line_start + long_line_bytes;
-      const size_t first_nl =
-          nl_mask == 0 ? i + 32 : i + static_cast<size_t>(__builtin_ctz(nl_mask));
-      if (q >= i && q < first_nl) {
-        mask |= 1u << (q - i);
-        long_at = q;
-      }
-    }
-    while (mask != 0) {
-      const auto bit = static_cast<unsigned>(__builtin_ctz(mask));
-      const size_t pos = i + bit;
-      if (pos == long_at || Verify<true>(s, n, pos, json)) {
-        const uint32_t below = bit == 0 ? 0 : nl_mask & ((1u << bit) - 1);
-        return {pos, newlines + static_cast<uint64_t>(__builtin_popcount(below))};
-      }
-      mask &= mask - 1;
-    }
-    if (nl_mask != 0) {
-      newlines += static_cast<uint64_t>(__builtin_popcount(nl_mask));
-      line_start = i + 32 - static_cast<size_t>(__builtin_clz(nl_mask));
+    Hit hit{};
+    if (StepBits<32>(s, n, i, mask, nl_mask, long_line_bytes, json, &line_start, &newlines, &hit)) {
+      return hit;
     }
     i += 32;
   }
@@ -396,10 +371,15 @@ bool HaveAvx2() {
   static const bool have = __builtin_cpu_supports("avx2");
   return have;
 }
-
 #endif
 
 std::atomic<internal::ScanLevel> forced_level{internal::ScanLevel::kBest};
+
+#if defined(__x86_64__)
+bool UseAvx2() {
+  return HaveAvx2() && forced_level.load(std::memory_order_relaxed) != internal::ScanLevel::kLines;
+}
+#endif
 
 }  // namespace
 
@@ -409,9 +389,7 @@ void ForceScanLevel(ScanLevel level) { forced_level.store(level, std::memory_ord
 
 std::string_view ScanName() {
 #if defined(__x86_64__)
-  if (HaveAvx2() && forced_level.load(std::memory_order_relaxed) != ScanLevel::kLines) {
-    return "avx2";
-  }
+  if (UseAvx2()) return "avx2";
 #endif
   return "lines";
 }
@@ -420,11 +398,7 @@ Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes, 
 #if defined(__x86_64__)
   // The pair anchors look one byte back and the long-line check assumes a line longer than
   // one step is found by the step it ends in; below 64 bytes the line scan is exact anyway.
-  if (long_line_bytes >= 64) {
-    if (HaveAvx2() && forced_level.load(std::memory_order_relaxed) != ScanLevel::kLines) {
-      return ScanAvx2(s, n, from, long_line_bytes, json);
-    }
-  }
+  if (long_line_bytes >= 64 && UseAvx2()) return ScanAvx2(s, n, from, long_line_bytes, json);
 #endif
   return ScanLines(s, n, from, long_line_bytes, json);
 }
@@ -434,7 +408,9 @@ Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes, 
 bool IsCandidateLine(std::string_view line, size_t long_line_bytes, bool json) {
   if (line.size() > long_line_bytes) return true;
   if (line.empty()) return false;
-  if (json && line[0] == '{' && !PlainDockerRecord(line)) return true;
+  if (json && line[0] == '{' && !PlainDockerRecordAt<false>(line.data(), line.size(), 0)) {
+    return true;
+  }
   for (char c : {'\0', '#'}) {
     if (memchr(line.data(), c, line.size()) != nullptr) return true;
   }
