@@ -33,6 +33,7 @@ OTHER_TOOLS = {
     "prometheus/promtool/amtool": {"--config", "--config.file", "--web.listen-address"},
     "helm": {"--set", "--values", "--version", "--namespace"},
     "kubelet": {"--register-with-taints"},
+    "ld (the linker)": {"--gc-sections"},
 }
 # Written as placeholders for any flag, not as a flag.
 PLACEHOLDERS = {"--x-y", "--flag"}
