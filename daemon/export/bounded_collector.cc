@@ -37,7 +37,48 @@ struct BoundedCollector::Run {
   RecordedSamples samples;  // the worker's until `ended`
 };
 
-BoundedCollector::~BoundedCollector() = default;  // the jthread joins a run in flight
+CollectorWorkers::~CollectorWorkers() {
+  std::vector<std::jthread> threads;
+  {
+    std::lock_guard lock(mu_);
+    threads.swap(threads_);
+  }
+  for (std::jthread& t : threads) t.request_stop();
+  // Each joins when its job in flight, if any, has returned.
+}
+
+void CollectorWorkers::Post(std::function<void()> job) {
+  std::lock_guard lock(mu_);
+  jobs_.push_back(std::move(job));
+  // Jobs already queued have idle workers about to take them; a worker more when none is left.
+  if (idle_ < jobs_.size()) {
+    threads_.emplace_back([this](const std::stop_token& stop) { Work(stop); });
+  } else {
+    cv_.notify_one();
+  }
+}
+
+std::size_t CollectorWorkers::threads() const {
+  std::lock_guard lock(mu_);
+  return threads_.size();
+}
+
+void CollectorWorkers::Work(const std::stop_token& stop) {
+  std::unique_lock lock(mu_);
+  while (true) {
+    ++idle_;
+    const bool have = cv_.wait(lock, stop, [&] { return !jobs_.empty(); });
+    --idle_;
+    if (!have) return;
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    job();
+    lock.lock();
+  }
+}
+
+BoundedCollector::~BoundedCollector() = default;
 
 absl::Status BoundedCollector::Collect(std::chrono::steady_clock::time_point deadline,
                                        std::chrono::nanoseconds wait, common::MetricSink& sink) {
@@ -48,10 +89,9 @@ absl::Status BoundedCollector::Collect(std::chrono::steady_clock::time_point dea
           "still running from an earlier scrape, past its time budget (not started again)");
     }
   }
-  if (worker_.joinable()) worker_.join();  // the previous run's thread, which has ended
   auto run = std::make_shared<Run>();
   run_ = run;
-  worker_ = std::jthread([run, deadline, &c = collector_] {
+  workers_.Post([run, deadline, &c = collector_] {
     absl::Status st;
     try {
       st = c.Collect(deadline, run->samples);

@@ -29,7 +29,7 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
       : options_(std::move(options)), status_(status), clock_(clock) {
     for (auto* c : collectors) {
       status_->Register(std::string(c->Name()));
-      collectors_.push_back(std::make_unique<Bounded>(*c));
+      collectors_.push_back(std::make_unique<Bounded>(*c, workers_));
     }
   }
 
@@ -86,7 +86,7 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
 
  private:
   struct Bounded {
-    explicit Bounded(common::Collector& c) : run(c) {}
+    Bounded(common::Collector& c, CollectorWorkers& workers) : run(c, workers) {}
     BoundedCollector run;
     std::chrono::steady_clock::time_point last_overrun_log{};  // guarded by the scraper's mu_
   };
@@ -110,7 +110,10 @@ class PrometheusEdge::Scraper final : public prometheus::Collectable {
   }
 
   const PrometheusEdgeOptions options_;
-  // Each runs on its own worker (BoundedCollector); destroyed with the scraper, after the server.
+  // The threads the collectors run on; their destructor waits for a late run.
+  CollectorWorkers workers_;
+  // Each runs bounded on the workers (BoundedCollector); destroyed with the scraper, after the
+  // server.
   std::vector<std::unique_ptr<Bounded>> collectors_;
   common::CollectorStatusBoard* status_;
   const common::Clock& clock_;

@@ -60,6 +60,12 @@ class TestCollector final : public common::Collector {
   std::atomic<int> ended_{0};
 };
 
+// Releases a blocked collector before whatever waits for its run goes (declared after it).
+struct ReleaseFirst {
+  TestCollector& c;
+  ~ReleaseFirst() { c.Release(); }
+};
+
 bool Has(const std::string& body, const std::string& line) {
   return body.find(line + "\n") != std::string::npos;
 }
@@ -75,10 +81,7 @@ TEST(PrometheusEdgeTest, CutsOffACollectorPastItsBudgetAndKeepsTheOthers) {
   auto edge = PrometheusEdge::Create(o, {&slow, &fast}, &status, common::SystemClock::Get());
   ASSERT_TRUE(edge.ok()) << edge.status();
   // The edge waits for a run in flight when it goes: a failed assertion must not leave it blocked.
-  struct ReleaseFirst {
-    TestCollector& c;
-    ~ReleaseFirst() { c.Release(); }
-  } release_first{slow};
+  ReleaseFirst release_first{slow};
 
   const auto start = std::chrono::steady_clock::now();
   auto [code, body] = testing::HttpGet((*edge)->port(), "/metrics");
@@ -139,11 +142,55 @@ TEST(BoundedCollectorTest, PassesAnInTimeRunsSamplesOnInOrder) {
       seen.push_back(h.sum);
     }
   } sink;
-  BoundedCollector bounded(writer);
+  CollectorWorkers workers;
+  BoundedCollector bounded(writer, workers);
   const absl::Status st = bounded.Collect(std::chrono::steady_clock::now() + milliseconds(5000),
                                           milliseconds(5000), sink);
   EXPECT_EQ(st.code(), absl::StatusCode::kInternal);
   EXPECT_EQ(sink.seen, (std::vector<double>{1, 3, 5}));
+}
+
+// Collectors run on threads kept from run to run: many scrapes of several collectors start no
+// thread per run (that cost the idle agent a third of its CPU), and a run that blocks past its
+// budget keeps its worker while the others go on on another.
+TEST(CollectorWorkersTest, ReusesItsThreadsAndAddsOneForALateRun) {
+  struct Sink final : common::MetricSink {
+    int samples = 0;
+    void Add(metrics::Metric, const common::Labels&, double) override { ++samples; }
+    void AddHistogram(metrics::Metric, const common::Labels&,
+                      const common::HistogramSample&) override {}
+  } sink;
+  TestCollector a("a", 1, false), b("b", 2, false), c("c", 3, false);
+  TestCollector slow("slow", 4, true);
+  CollectorWorkers workers;
+  // The workers wait for the blocked run when they go: a failed assertion must not hang.
+  ReleaseFirst release_first{slow};
+  BoundedCollector ba(a, workers), bb(b, workers), bc(c, workers), bslow(slow, workers);
+  const auto collect = [&](BoundedCollector& bounded, milliseconds wait) {
+    return bounded.Collect(std::chrono::steady_clock::now() + wait, wait, sink);
+  };
+  for (int scrape = 0; scrape < 50; ++scrape) {
+    for (BoundedCollector* bounded : {&ba, &bb, &bc}) {
+      ASSERT_TRUE(collect(*bounded, milliseconds(5000)).ok());
+    }
+  }
+  EXPECT_EQ(sink.samples, 150);
+  // One runs at a time; a worker that has just signalled its run's end may not be back waiting
+  // when the next run is posted, hence at most two.
+  EXPECT_LE(workers.threads(), 2u);
+  const std::size_t before = workers.threads();
+
+  EXPECT_EQ(collect(bslow, milliseconds(50)).code(), absl::StatusCode::kDeadlineExceeded);
+  for (int scrape = 0; scrape < 20; ++scrape) {
+    for (BoundedCollector* bounded : {&ba, &bb, &bc}) {
+      ASSERT_TRUE(collect(*bounded, milliseconds(5000)).ok());
+    }
+  }
+  EXPECT_EQ(a.runs(), 70);
+  EXPECT_LE(workers.threads(), before + 2);
+  slow.Release();
+  for (int i = 0; i < 300 && slow.ended() < 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(slow.ended(), 1);
 }
 
 }  // namespace
