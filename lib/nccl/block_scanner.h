@@ -38,12 +38,13 @@ struct Hit {
 Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes, bool json);
 
 // Which scan NextCandidate() runs: the best the CPU has (AVX2, else line by line) or, for tests
-// that check both on a machine with AVX2, the line-by-line one. Process-wide. (An AVX-512 scan
-// was measured slower than the AVX2 one on the 2-vCPU EPYC machines of #45: 7.6 against
-// 10.5 GB/s.)
-enum class ScanLevel { kBest, kLines };
+// that check each on a machine with AVX2, the AVX2 scan with its colour-code filter on every
+// block (kColour; the best scan turns it on where a block starts with an escape) or the
+// line-by-line one. Process-wide. (An AVX-512 scan was measured slower than the AVX2 one on the
+// 2-vCPU EPYC machines of #45: 7.6 against 10.5 GB/s.)
+enum class ScanLevel { kBest, kColour, kLines };
 void ForceScanLevel(ScanLevel level);
-// The scan NextCandidate() runs now: "avx2" or "lines".
+// The scan NextCandidate() runs now: "avx2", "avx2-colour" or "lines".
 std::string_view ScanName();
 
 }  // namespace internal

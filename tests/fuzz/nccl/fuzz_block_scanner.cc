@@ -77,8 +77,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr size_t kLimits[4] = {40, 100, 300, 64 * 1024};
   const size_t long_line_bytes = kLimits[mode & 3];
   const std::vector<std::string_view> lines = SplitLines(input);
-  // Each scan this machine has (AVX2, line by line) against the reference.
-  for (internal::ScanLevel level : {internal::ScanLevel::kBest, internal::ScanLevel::kLines}) {
+  // Each scan this machine has (AVX2, AVX2 with the colour filter, line by line) against the
+  // reference.
+  for (internal::ScanLevel level :
+       {internal::ScanLevel::kBest, internal::ScanLevel::kColour, internal::ScanLevel::kLines}) {
     internal::ForceScanLevel(level);
     CheckScan(input, lines, long_line_bytes, 0);
     CheckScan(input, lines, long_line_bytes, 1 + (mode >> 5));

@@ -26,6 +26,8 @@ std::string LevelName(const ::testing::TestParamInfo<internal::ScanLevel>& info)
   switch (info.param) {
     case internal::ScanLevel::kBest:
       return "Best";
+    case internal::ScanLevel::kColour:
+      return "Colour";
     case internal::ScanLevel::kLines:
       return "Lines";
   }
@@ -33,12 +35,17 @@ std::string LevelName(const ::testing::TestParamInfo<internal::ScanLevel>& info)
 }
 
 INSTANTIATE_TEST_SUITE_P(EachScan, BlockScannerTest,
-                         ::testing::Values(internal::ScanLevel::kBest, internal::ScanLevel::kLines),
+                         ::testing::Values(internal::ScanLevel::kBest, internal::ScanLevel::kColour,
+                                           internal::ScanLevel::kLines),
                          LevelName);
 
 TEST(BlockScanLevelTest, TheBestScanIsTheWidestTheCpuHasAndTheLineScanCanBeForced) {
 #if defined(__x86_64__)
   EXPECT_EQ(internal::ScanName(), __builtin_cpu_supports("avx2") ? "avx2" : "lines");
+#endif
+  internal::ForceScanLevel(internal::ScanLevel::kColour);
+#if defined(__x86_64__)
+  EXPECT_EQ(internal::ScanName(), __builtin_cpu_supports("avx2") ? "avx2-colour" : "lines");
 #endif
   internal::ForceScanLevel(internal::ScanLevel::kLines);
   EXPECT_EQ(internal::ScanName(), "lines");
@@ -170,6 +177,31 @@ TEST_P(BlockScannerTest, FindsEveryNeedleAtEveryOffset) {
         EXPECT_EQ(Visited(lines, 40), Expected(lines, 40))
             << "needle=" << needle << " offset=" << offset << " first=" << first;
       }
+    }
+  }
+}
+
+// A log coloured line by line: each line starts with a colour code and ends with a reset, which
+// the scan passes over without looking at it (every block starts with an escape, so the best
+// scan filters such codes by mask); any other code, a code that does not end its line, and a
+// needle split by a reset are judged as the line-by-line path judges them, wherever the code
+// falls in the 64-byte steps.
+TEST_P(BlockScannerTest, ColourCodesAreJudgedAlikeAtEveryOffset) {
+  const std::vector<std::string> ends = {
+      "\x1b[0m",     "\x1b[m",      "\x1b[0m\x1b[1m", "\x1b[0;1m",  "\x1b[0mX",
+      "\x1b[0m\r",   "\x1b[0",      "\x1b[",          "\x1b",       "\x1b[1m",
+      "NC\x1b[0mCL", "NC\x1b[mCL",  "\x1b[0m\x1b[0m", "\x1b[00m",   "x\x1b[m\x1b[m",
+      "F\x1b[0mI_x", "\x1b[0mNCCL", "\x1b]0;t\x07",   "[0m\x1b[0m", "\x1b[0m ",
+  };
+  for (const std::string& end : ends) {
+    for (size_t offset = 0; offset < 140; ++offset) {
+      std::vector<std::string> lines;
+      for (size_t k = 0; k < 4; ++k) {
+        lines.push_back("\x1b[36m" + std::string(offset + k, 'a') + "\x1b[0m");
+        lines.push_back("\x1b[36m" + std::string(offset + k, 'a') + end);
+      }
+      EXPECT_EQ(Visited(lines, 4096), Expected(lines, 4096))
+          << "end=" << ::testing::PrintToString(end) << " offset=" << offset;
     }
   }
 }
