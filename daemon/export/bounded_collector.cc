@@ -32,8 +32,8 @@ void RecordedSamples::WriteTo(common::MetricSink& sink) const {
 struct BoundedCollector::Run {
   std::mutex mu;
   std::condition_variable ended_cv;
-  bool ended = false;  // guarded by mu
-  absl::Status status;
+  bool ended = false;       // guarded by mu
+  absl::Status status;      // the worker's until `ended`
   RecordedSamples samples;  // the worker's until `ended`
 };
 
@@ -47,11 +47,13 @@ CollectorWorkers::~CollectorWorkers() {
   // Each joins when its job in flight, if any, has returned.
 }
 
-void CollectorWorkers::Post(std::function<void()> job) {
+void CollectorWorkers::Post(std::function<void()> work, std::function<void()> done) {
   std::lock_guard lock(mu_);
-  jobs_.push_back(std::move(job));
-  // Jobs already queued have idle workers about to take them; a worker more when none is left.
+  jobs_.push_back({std::move(work), std::move(done)});
+  // Jobs already queued have idle workers about to take them; a worker more when none is left,
+  // idle from its start.
   if (idle_ < jobs_.size()) {
+    ++idle_;
     threads_.emplace_back([this](const std::stop_token& stop) { Work(stop); });
   } else {
     cv_.notify_one();
@@ -65,15 +67,16 @@ std::size_t CollectorWorkers::threads() const {
 
 void CollectorWorkers::Work(const std::stop_token& stop) {
   std::unique_lock lock(mu_);
-  while (true) {
-    ++idle_;
-    const bool have = cv_.wait(lock, stop, [&] { return !jobs_.empty(); });
-    --idle_;
-    if (!have) return;
-    std::function<void()> job = std::move(jobs_.front());
+  while (cv_.wait(lock, stop, [&] { return !jobs_.empty(); })) {
+    Job job = std::move(jobs_.front());
     jobs_.pop_front();
+    --idle_;
     lock.unlock();
-    job();
+    job.work();
+    lock.lock();
+    ++idle_;
+    lock.unlock();
+    job.done();
     lock.lock();
   }
 }
@@ -91,20 +94,22 @@ absl::Status BoundedCollector::Collect(std::chrono::steady_clock::time_point dea
   }
   auto run = std::make_shared<Run>();
   run_ = run;
-  workers_.Post([run, deadline, &c = collector_] {
-    absl::Status st;
-    try {
-      st = c.Collect(deadline, run->samples);
-    } catch (const std::exception& e) {
-      st = absl::InternalError(absl::StrCat("collector threw: ", e.what()));
-    }
-    {
-      std::lock_guard lock(run->mu);
-      run->status = std::move(st);
-      run->ended = true;
-    }
-    run->ended_cv.notify_all();
-  });
+  workers_.Post(
+      [run, deadline, &c = collector_] {
+        // The worker's alone until `ended`: the scrape reads status and samples after it.
+        try {
+          run->status = c.Collect(deadline, run->samples);
+        } catch (const std::exception& e) {
+          run->status = absl::InternalError(absl::StrCat("collector threw: ", e.what()));
+        }
+      },
+      [run] {
+        {
+          std::lock_guard lock(run->mu);
+          run->ended = true;
+        }
+        run->ended_cv.notify_all();
+      });
   std::unique_lock lock(run->mu);
   if (!run->ended_cv.wait_for(lock, wait, [&] { return run->ended; })) {
     return absl::DeadlineExceededError(

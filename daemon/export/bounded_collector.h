@@ -41,8 +41,8 @@ class RecordedSamples final : public common::MetricSink {
 /// cost every scrape a clone, a stack and its page faults for each of the collectors: with a
 /// scrape every 15 s that was a third of the idle agent's CPU. A scrape runs its collectors one
 /// after another, so one worker serves them all; a run still going past its budget keeps its
-/// worker, and the next run gets another (at most one per collector is late, which bounds the
-/// threads). An idle worker sleeps on a condition variable: no wake-ups. Thread-safe. The
+/// worker, and the next run gets another: one thread, plus one per late run (at most one per
+/// collector). An idle worker sleeps on a condition variable: no wake-ups. Thread-safe. The
 /// destructor waits for the runs in flight.
 class CollectorWorkers {
  public:
@@ -51,19 +51,25 @@ class CollectorWorkers {
   CollectorWorkers(const CollectorWorkers&) = delete;
   CollectorWorkers& operator=(const CollectorWorkers&) = delete;
 
-  /// Runs `job` on an idle worker, or on a new one when every worker is busy.
-  void Post(std::function<void()> job);
+  /// Runs `work` on an idle worker, or on a new one when every worker is busy, then `done`
+  /// once the worker counts as idle again: whoever waits for `done` and posts the next job
+  /// finds that worker free, and no thread is added for a run that follows another.
+  void Post(std::function<void()> work, std::function<void()> done);
   /// How many worker threads there are (for tests).
   std::size_t threads() const;
 
  private:
+  struct Job {
+    std::function<void()> work;
+    std::function<void()> done;
+  };
   void Work(const std::stop_token& stop);
 
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
-  std::deque<std::function<void()>> jobs_;  // guarded by mu_
-  std::size_t idle_ = 0;                    // workers waiting for a job; guarded by mu_
-  std::vector<std::jthread> threads_;       // guarded by mu_
+  std::deque<Job> jobs_;               // guarded by mu_
+  std::size_t idle_ = 0;               // workers not in a job's work, new ones included; mu_
+  std::vector<std::jthread> threads_;  // guarded by mu_
 };
 
 /// Runs one collector on a worker thread so that a scrape stops waiting for it at its deadline
