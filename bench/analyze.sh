@@ -37,10 +37,6 @@ fi
 # of training output, plain or as Trainer's dicts, stored by CRI or docker, or behind each
 # console or shipper envelope the analyzer unwraps. SHAPES=a,b picks some.
 shapes=${SHAPES:-chatty,trainer,trainer-dict,cri,docker-json,kubectl-ts,kubectl-prefix,ray,mpi,crlf,ansi,compose,syslog,stern,pylog,tab,bom}
-if [[ $logs == *,chatty,* ]]; then
-  python3 "$here/gen_shapes.py" --nccl "$tmp/nccl.log" --out-dir "$tmp" --mb "$chatty_mb" \
-    --shapes "$shapes"
-fi
 summary=()
 
 # One run of a command (exit status ignored): sets wall and cpu (user+sys, which other load on
@@ -108,8 +104,16 @@ if [[ $logs == *,nccl,* ]]; then
     all-nccl
 fi
 if [[ $logs == *,chatty,* ]]; then
+  # Each shape is written just before it is timed and removed after: the bench never holds all
+  # of them (7 GB) at once, and no shape waits in a page cache that the machine may reclaim
+  # meanwhile (a proactive reclaimer, such as DAMON's, pages out what went unread for a minute;
+  # the shape timed tenth then read from pages read back, not written: grep and analyze both
+  # slower, analyze by more).
   for shape in ${shapes//,/ }; do
+    python3 "$here/gen_shapes.py" --nccl "$tmp/nccl.log" --out-dir "$tmp" --mb "$chatty_mb" \
+      --shapes "$shape"
     bench_log "2%-NCCL $shape (target: 1 thread <= 2.0x)" "$tmp/$shape.log" 'NCCL' "$shape"
+    rm -f "$tmp/$shape.log"
   done
 fi
 printf '\nratios to grep -c (targets: 2%%-NCCL shapes 1 thread <= 2.0x; all-nccl threads <= 2.0x)\n'
