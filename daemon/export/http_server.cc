@@ -21,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "daemon/export/plain_http_transport.h"
 #include "lib/common/listen_address.h"
 #include "lib/common/read_file.h"
 #include "lib/common/shared_library.h"
@@ -67,6 +68,12 @@ absl::Status CheckTlsMaterial(const TlsApi& api, const HttpServerOptions& o,
   }
   api.free_credentials(cred);
   return st;
+}
+
+// The transports' own bound on open connections, above the table's: the table decides who stays
+// (it needs a newcomer inside the transport to cut an older one for it).
+size_t BackstopLimit(const common::ConnectionLimits& limits) {
+  return limits.total + limits.total / 4 + 16;
 }
 
 }  // namespace
@@ -286,12 +293,8 @@ struct HttpServer::Callbacks {
     self->Busy(IdOf(api, connection));
     const std::string_view m(method);
     const bool post_path = self->options_.post_paths.count(url) > 0;
-    if (post_path ? m != MHD_HTTP_METHOD_POST
-                  : m != MHD_HTTP_METHOD_GET && m != MHD_HTTP_METHOD_HEAD) {
-      return Queue(api, connection,
-                   {.status = MHD_HTTP_METHOD_NOT_ALLOWED,
-                    .body = "method not allowed\n",
-                    .headers = {{MHD_HTTP_HEADER_ALLOW, post_path ? "POST" : "GET, HEAD"}}});
+    if (auto refused = self->Precheck(std::string(m), url)) {
+      return Queue(api, connection, *refused);
     }
     HttpRequest req;
     if (post_path) {
@@ -309,28 +312,41 @@ struct HttpServer::Callbacks {
         return MHD_YES;
       }
     }
-    const auto it = self->handlers_.find(url);
-    if (it == self->handlers_.end()) {
-      return Queue(api, connection, HttpResponse::Text(MHD_HTTP_NOT_FOUND, "not found\n"));
-    }
     req.method = std::string(m);
     req.path = url;
     const char* auth =
         api.lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (auth != nullptr) req.authorization = auth;
-    if (self->verify_clients_) req.client_cert = Verify(api, connection, &req.client_cert_problem);
-    HttpResponse r;
-    try {
-      r = it->second(req);
-    } catch (const std::exception& e) {
-      spdlog::error("metrics https: handler for {} threw: {}", req.path, e.what());
-      r = HttpResponse::Text(MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error\n");
+    if (self->verify_clients_ && self->handlers_.contains(req.path)) {
+      req.client_cert = Verify(api, connection, &req.client_cert_problem);
     }
-    return Queue(api, connection, r);
+    return Queue(api, connection, self->Handle(req));
   }
 };
 
 int HttpServer::Callbacks::headers_seen = 0;
+
+std::optional<HttpResponse> HttpServer::Precheck(const std::string& method,
+                                                 const std::string& path) const {
+  const bool post_path = options_.post_paths.contains(path);
+  if (post_path ? method != "POST" : method != "GET" && method != "HEAD") {
+    return HttpResponse{.status = 405,
+                        .body = "method not allowed\n",
+                        .headers = {{"Allow", post_path ? "POST" : "GET, HEAD"}}};
+  }
+  return std::nullopt;
+}
+
+HttpResponse HttpServer::Handle(const HttpRequest& req) const {
+  const auto it = handlers_.find(req.path);
+  if (it == handlers_.end()) return HttpResponse::Text(404, "not found\n");
+  try {
+    return it->second(req);
+  } catch (const std::exception& e) {
+    spdlog::error("metrics http: handler for {} threw: {}", req.path, e.what());
+    return HttpResponse::Text(500, "internal error\n");
+  }
+}
 
 // The PEM text of one TLS generation; libmicrohttpd keeps pointers into it while that
 // generation's daemon runs.
@@ -358,30 +374,61 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
     const common::Clock& clock) {
   auto address = common::ParseListenAddress(options.listen);
   if (!address.ok()) return address.status();
-  auto api = Api::Get();
-  if (!api.ok()) return api.status();
   std::unique_ptr<HttpServer> s(new HttpServer(clock, options.limits));
-  s->api_ = *api;
   s->handlers_ = std::move(handlers);
   s->tls_ =
       !options.cert_file.empty() || !options.key_file.empty() || !options.client_ca_file.empty();
   s->verify_clients_ = !options.client_ca_file.empty();
   s->options_ = std::move(options);
   s->address_ = *address;
-  auto pems = s->ReadTls();
-  if (!pems.ok()) return pems.status();
-  s->pems_ = *std::move(pems);
-  s->daemon_ = s->Start(*s->pems_, -1);
-  if (s->daemon_ == nullptr) {
-    std::lock_guard lock(s->log_mu_);
-    return absl::UnavailableError(absl::StrCat("metrics listen ", s->options_.listen,
-                                               ": cannot serve ", s->tls_ ? "HTTPS" : "HTTP", " (",
-                                               s->last_log_, ")"));
+  if (!s->tls_) {
+    if (auto st = s->ServePlain(); !st.ok()) {
+      return absl::UnavailableError(absl::StrCat("metrics listen ", s->options_.listen,
+                                                 ": cannot serve HTTP: ", st.message()));
+    }
+  } else {
+    auto api = Api::Get();
+    if (!api.ok()) return api.status();
+    s->api_ = *api;
+    auto pems = s->ReadTls();
+    if (!pems.ok()) return pems.status();
+    s->pems_ = *std::move(pems);
+    s->daemon_ = s->Start(*s->pems_, -1);
+    if (s->daemon_ == nullptr) {
+      std::lock_guard lock(s->log_mu_);
+      return absl::UnavailableError(absl::StrCat("metrics listen ", s->options_.listen,
+                                                 ": cannot serve HTTPS (", s->last_log_, ")"));
+    }
+    const MHD_DaemonInfo* info = s->api_->get_daemon_info(s->daemon_, MHD_DAEMON_INFO_BIND_PORT);
+    s->port_ = info != nullptr && info->port != 0 ? info->port : s->address_.port;
   }
-  const MHD_DaemonInfo* info = s->api_->get_daemon_info(s->daemon_, MHD_DAEMON_INFO_BIND_PORT);
-  s->port_ = info != nullptr && info->port != 0 ? info->port : s->address_.port;
   s->watchdog_ = std::jthread([self = s.get()](const std::stop_token& stop) { self->Watch(stop); });
   return s;
+}
+
+absl::Status HttpServer::ServePlain() {
+  PlainHttpTransport::Options o;
+  o.address = address_;
+  o.threads = options_.threads;
+  o.post_paths = options_.post_paths;
+  o.max_body_bytes = options_.max_body_bytes;
+  o.max_connections = BackstopLimit(options_.limits);
+  o.write_deadline = std::max(options_.limits.request_deadline, std::chrono::milliseconds(1000));
+  PlainHttpTransport::Hooks h;
+  h.started = [this](uint64_t id, int fd, const std::string& peer) { Started(id, fd, peer); };
+  h.closed = [this](uint64_t id) { Closed(id); };
+  h.busy = [this](uint64_t id) { Busy(id); };
+  h.answered = [this](uint64_t id) { Answered(id); };
+  h.precheck = [this](const std::string& method, const std::string& path) {
+    return Precheck(method, path);
+  };
+  h.handle = [this](const HttpRequest& r) { return Handle(r); };
+  h.too_large = [this] { counters_.too_large.fetch_add(1, std::memory_order_relaxed); };
+  auto t = PlainHttpTransport::Start(std::move(o), std::move(h), clock_);
+  if (!t.ok()) return t.status();
+  plain_ = *std::move(t);
+  port_ = plain_->port();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer::Pems>> HttpServer::ReadTls() const {
@@ -409,7 +456,7 @@ MHD_Daemon* HttpServer::Start(const Pems& pems, int listen_fd) {
   // per-address limit would refuse before the table could choose. Its inactivity timeout also
   // cuts a client that stops reading its answer.
   const common::ConnectionLimits& limits = options_.limits;
-  const auto mhd_limit = static_cast<unsigned int>(limits.total + limits.total / 4 + 16);
+  const auto mhd_limit = static_cast<unsigned int>(BackstopLimit(limits));
   const auto deadline_s = static_cast<unsigned int>(std::max<int64_t>(
       1, std::chrono::ceil<std::chrono::seconds>(limits.request_deadline).count()));
   std::vector<MHD_OptionItem> opts = {
@@ -473,16 +520,17 @@ void HttpServer::Started(uint64_t id, int fd, const std::string& peer) {
   socket_[id] = held;
   const auto a = table_.Admit(id, peer, clock_.Now());
   if (a.evicted) {
-    CutLocked(*a.evicted);
+    // Counted before the cut: a client that sees its connection end sees it counted.
     counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+    CutLocked(*a.evicted);
   }
   if (a.admitted) {
     counters_.accepted.fetch_add(1, std::memory_order_relaxed);
     ++waits_begun_;
     watch_cv_.notify_one();
   } else {
-    CutLocked(id);
     counters_.refused.fetch_add(1, std::memory_order_relaxed);
+    CutLocked(id);
   }
 }
 
@@ -523,8 +571,8 @@ void HttpServer::Watch(const std::stop_token& stop) {
   std::unique_lock lock(guard_mu_);
   while (!stop.stop_requested()) {
     for (const uint64_t id : table_.TakeExpired(clock_.Now())) {
-      CutLocked(id);
       counters_.timed_out.fetch_add(1, std::memory_order_relaxed);
+      CutLocked(id);
     }
     const uint64_t seen = waits_begun_;
     const auto woken = [&] { return waits_begun_ != seen; };
@@ -543,6 +591,7 @@ void HttpServer::Watch(const std::stop_token& stop) {
 
 HttpServer::~HttpServer() {
   watchdog_ = {};  // stops and joins before the table goes
+  plain_.reset();  // joins its threads and closes its connections (Closed for each)
   // Closes the listening socket and every connection and joins the server's threads: no handler
   // runs once it returns.
   {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/export/http_types.h"
 #include "lib/common/clock.h"
 #include "lib/common/connection_table.h"
 #include "lib/common/listen_address.h"
@@ -24,37 +26,10 @@
 struct MHD_Daemon;
 
 namespace efawatch::exporter {
+class PlainHttpTransport;
+}
 
-/// What the client's TLS certificate proved, as GnuTLS verified it against the client CA.
-enum class ClientCert {
-  kNone,       // no certificate presented, or no client CA configured
-  kTrusted,    // a certificate the client CA signed, in its validity period
-  kUntrusted,  // a certificate, but not one the client CA vouches for (another CA, expired, ...)
-};
-
-struct HttpRequest {
-  std::string method;         // GET, HEAD, or POST on a post path
-  std::string path;           // without the query string
-  std::string body;           // a POST's body (at most max_body_bytes)
-  std::string authorization;  // the Authorization header, empty when absent
-  ClientCert client_cert = ClientCert::kNone;
-  std::string client_cert_problem;  // kUntrusted: why, in GnuTLS's words (for the log)
-};
-
-struct HttpResponse {
-  int status = 200;
-  std::string content_type = "text/plain; charset=utf-8";
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // besides Content-Type
-
-  /// A short plain-text answer, e.g. Text(404, "not found\n").
-  static HttpResponse Text(int status, std::string body) {
-    HttpResponse r;
-    r.status = status;
-    r.body = std::move(body);
-    return r;
-  }
-};
+namespace efawatch::exporter {
 
 /// Called on one of the server's threads, possibly on two at once: handlers must be thread-safe.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
@@ -91,14 +66,14 @@ struct HttpServerCounters {
   std::atomic<uint64_t> too_large{0};  // a POST body over max_body_bytes: 413
 };
 
-/// An HTTP or HTTPS server (libmicrohttpd, over GnuTLS for HTTPS) that answers GET and HEAD on a
-/// fixed set of paths, and POST on the paths of HttpServerOptions::post_paths (the admission
-/// webhook's); other paths get 404, other methods 405. It knows nothing of what it
-/// serves: handlers decide, from the request and the client certificate's verification, what to
-/// answer. When a client CA is set, clients are asked for a certificate (not required: a handler
-/// may serve a path to anyone, e.g. the kubelet's probes) and each request says whether the CA
-/// vouches for it. Serving starts in Create and stops in the destructor, which returns once no
-/// handler runs.
+/// An HTTP or HTTPS server (plain HTTP on PlainHttpTransport; HTTPS on libmicrohttpd over GnuTLS,
+/// both opened only then) that answers GET and HEAD on a fixed set of paths, and POST on the paths
+/// of HttpServerOptions::post_paths (the admission webhook's); other paths get 404, other methods
+/// 405. It knows nothing of what it serves: handlers decide, from the request and the client
+/// certificate's verification, what to answer. When a client CA is set, clients are asked for a
+/// certificate (not required: a handler may serve a path to anyone, e.g. the kubelet's probes) and
+/// each request says whether the CA vouches for it. Serving starts in Create and stops in the
+/// destructor, which returns once no handler runs.
 class HttpServer {
  public:
   /// Reads the PEM files, binds and starts serving. InvalidArgument for unreadable or unusable
@@ -125,6 +100,12 @@ class HttpServer {
   struct Callbacks;
   struct Api;  // libmicrohttpd and GnuTLS, opened by Create()
   struct Pems;
+  // What every request gets, whichever transport carries it: 405 for a method the path does not
+  // take (before any body is read), then the handler's answer, 404 or 500.
+  std::optional<HttpResponse> Precheck(const std::string& method, const std::string& path) const;
+  HttpResponse Handle(const HttpRequest& req) const;
+  // Plain HTTP: our own transport, without libmicrohttpd (and so without GnuTLS).
+  absl::Status ServePlain();
   absl::StatusOr<std::unique_ptr<Pems>> ReadTls() const;
   // Starts a daemon on `listen_fd` (a quiesced daemon's), or binds address_ when it is -1.
   MHD_Daemon* Start(const Pems& pems, int listen_fd);
@@ -147,6 +128,7 @@ class HttpServer {
   std::mutex reload_mu_;  // one reload at a time; guards daemon_ and pems_ after Create
   std::unique_ptr<Pems> pems_;
   MHD_Daemon* daemon_ = nullptr;
+  std::unique_ptr<PlainHttpTransport> plain_;  // plain HTTP; null when serving HTTPS
   int port_ = 0;
   std::mutex log_mu_;
   std::string last_log_;  // libmicrohttpd's last message, for the error of a failed start

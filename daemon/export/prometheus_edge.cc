@@ -162,7 +162,7 @@ absl::StatusOr<std::unique_ptr<PrometheusEdge>> PrometheusEdge::Create(
   return edge;
 }
 
-// One server, libmicrohttpd's, for plain HTTP and HTTPS: prometheus-cpp's Exposer (civetweb)
+// One server, HttpServer, for plain HTTP and HTTPS: prometheus-cpp's Exposer (civetweb)
 // gives each connection a worker thread and bounds neither how many a client holds nor how long
 // its headers may take, so two idle connections took /metrics and /healthz down. The text is
 // rendered here as the Exposer renders it, by prometheus-cpp's TextSerializer over what the

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/common/metric_table.h"
 #include "lib/common/read_file.h"
+#include "lib/common/shared_library.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::tls {
@@ -19,35 +20,69 @@ gnutls_datum_t Datum(const std::string& s) {
           static_cast<unsigned>(s.size())};
 }
 
+// GnuTLS, opened the first time a certificate is checked: an agent without TLS files never maps
+// it (with its dependencies, about 2 MiB of RSS; lib/common/shared_library.h).
+struct Gnutls {
+  decltype(&gnutls_x509_crt_list_import2) list_import2 = nullptr;
+  decltype(&gnutls_x509_crt_get_expiration_time) get_expiration_time = nullptr;
+  decltype(&gnutls_x509_crt_deinit) crt_deinit = nullptr;
+  decltype(&gnutls_certificate_allocate_credentials) allocate_credentials = nullptr;
+  decltype(&gnutls_certificate_set_x509_key_mem) set_x509_key_mem = nullptr;
+  decltype(&gnutls_certificate_free_credentials) free_credentials = nullptr;
+  decltype(&gnutls_strerror) strerror = nullptr;
+  gnutls_free_function* free = nullptr;  // a variable in GnuTLS: the function is *free
+
+  static absl::StatusOr<Gnutls> Load() {
+    auto lib = common::SharedLibrary::Open("libgnutls.so.30");
+    if (!lib.ok()) return lib.status();
+    Gnutls g;
+    for (const absl::Status& st : {
+             lib->Bind("gnutls_x509_crt_list_import2", &g.list_import2),
+             lib->Bind("gnutls_x509_crt_get_expiration_time", &g.get_expiration_time),
+             lib->Bind("gnutls_x509_crt_deinit", &g.crt_deinit),
+             lib->Bind("gnutls_certificate_allocate_credentials", &g.allocate_credentials),
+             lib->Bind("gnutls_certificate_set_x509_key_mem", &g.set_x509_key_mem),
+             lib->Bind("gnutls_certificate_free_credentials", &g.free_credentials),
+             lib->Bind("gnutls_strerror", &g.strerror),
+             lib->Bind("gnutls_free", &g.free),
+         }) {
+      if (!st.ok()) return st;
+    }
+    return g;
+  }
+};
+
 }  // namespace
 
 absl::StatusOr<std::chrono::system_clock::time_point> CheckPem(const std::string& pem,
                                                                const std::string& key_pem) {
+  auto loaded = common::LoadOnce<&Gnutls::Load>();
+  if (!loaded.ok()) return loaded.status();
+  const Gnutls& g = **loaded;
   gnutls_x509_crt_t* list = nullptr;
   unsigned int n = 0;
   const gnutls_datum_t data = Datum(pem);
-  if (const int rc = gnutls_x509_crt_list_import2(&list, &n, &data, GNUTLS_X509_FMT_PEM, 0);
-      rc < 0 || n == 0) {
+  if (const int rc = g.list_import2(&list, &n, &data, GNUTLS_X509_FMT_PEM, 0); rc < 0 || n == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("no PEM certificate (", rc < 0 ? gnutls_strerror(rc) : "empty", ")"));
+        absl::StrCat("no PEM certificate (", rc < 0 ? g.strerror(rc) : "empty", ")"));
   }
-  time_t earliest = gnutls_x509_crt_get_expiration_time(list[0]);
+  time_t earliest = g.get_expiration_time(list[0]);
   for (unsigned int i = 0; i < n; ++i) {
-    earliest = std::min(earliest, gnutls_x509_crt_get_expiration_time(list[i]));
-    gnutls_x509_crt_deinit(list[i]);
+    earliest = std::min(earliest, g.get_expiration_time(list[i]));
+    g.crt_deinit(list[i]);
   }
-  gnutls_free(list);
+  (*g.free)(list);
   if (!key_pem.empty()) {
     gnutls_certificate_credentials_t cred = nullptr;
-    if (gnutls_certificate_allocate_credentials(&cred) < 0) {
+    if (g.allocate_credentials(&cred) < 0) {
       return absl::ResourceExhaustedError("GnuTLS: cannot allocate credentials");
     }
     const gnutls_datum_t c = Datum(pem), k = Datum(key_pem);
-    const int rc = gnutls_certificate_set_x509_key_mem(cred, &c, &k, GNUTLS_X509_FMT_PEM);
-    gnutls_certificate_free_credentials(cred);
+    const int rc = g.set_x509_key_mem(cred, &c, &k, GNUTLS_X509_FMT_PEM);
+    g.free_credentials(cred);
     if (rc < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("certificate and key do not go together (", gnutls_strerror(rc), ")"));
+          absl::StrCat("certificate and key do not go together (", g.strerror(rc), ")"));
     }
   }
   return std::chrono::system_clock::from_time_t(earliest);

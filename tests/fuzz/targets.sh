@@ -12,6 +12,7 @@ fuzz_targets=(
   "fuzz_pod_logs $root/tests/fixtures/nccl 16384 3000"
   "fuzz_checkpoint $root/tests/fuzz/logs/checkpoint_seeds 8192 20000"
   "fuzz_inspector $root/tests/fixtures/inspector 16384 40000"
+  "fuzz_request_head $root/tests/fuzz/export/request_head_seeds 4096 300000"
 )
 fuzz_build() {
   if [ ! -f "$build/build.ninja" ]; then

@@ -35,11 +35,14 @@ namespace fs = std::filesystem;
 // 1 s walks and the responder's 1 s bound added ~4, the tailers' 100 ms poll and the HTTP
 // watchdog's 200 ms check ~35 before that (docs/limits.md).
 constexpr double kMaxWakeupsPerSecond = 10.0;
-// Resident memory after 10 s idle: measured 24.8-25.6 MiB (docs/limits.md), of which about 19
-// MiB are shared libraries' pages; libfabric's rxm shared receive context alone added 2 MiB
-// (27.1 MiB with FI_OFI_RXM_USE_SRX=1: this bound fails then).
-// Sanitizer builds carry their shadow memory and are not bounded.
-constexpr long kMaxRssKib = 26 * 1024;
+// Resident memory after 10 s idle: measured 22.4-22.7 MiB (docs/limits.md), of which about 19.8
+// MiB are pages of files; libfabric's rxm shared receive context alone adds 2 MiB (this bound
+// fails with FI_OFI_RXM_USE_SRX=1), and so did libmicrohttpd and GnuTLS when they served plain
+// HTTP (24.8-25.6 MiB then). Sanitizer builds carry their shadow memory and are not bounded.
+constexpr long kMaxRssKib = 24 * 1024;
+// Libraries an agent without TLS files must not map: opened where HTTPS or a certificate check
+// needs them (2.5 MiB with GnuTLS's own dependencies).
+constexpr const char* kTlsOnlyLibraries[] = {"libgnutls.so", "libmicrohttpd.so"};
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitized = true;
@@ -113,6 +116,12 @@ TEST(IdleAgentTest, SleepsAndStaysSmallWhenIdle) {
   ASSERT_TRUE(rss.has_value());
   if (!kSanitized) {
     EXPECT_LT(*rss, kMaxRssKib) << "RSS " << *rss << " KiB after 10 s idle";
+  }
+  const std::string maps =
+      testing::ReadFileOrEmpty("/proc/" + std::to_string(agent.pid()) + "/maps");
+  ASSERT_FALSE(maps.empty());
+  for (const char* lib : kTlsOnlyLibraries) {
+    EXPECT_EQ(maps.find(lib), std::string::npos) << lib << " is mapped by an agent without TLS";
   }
   agent.Signal(SIGTERM);
   EXPECT_EQ(agent.Wait(10s), 0) << agent.Stderr();
