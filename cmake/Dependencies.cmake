@@ -2,8 +2,9 @@
 # Every dependency comes from a Debian 12 package (see scripts/setup.sh).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBFABRIC REQUIRED IMPORTED_TARGET libfabric>=1.17)
-# HTTPS for /metrics (daemon/export/https_server): libmicrohttpd over GnuTLS, whose session the
-# server asks to verify client certificates. 0.9.71 is the first with enum MHD_Result.
+# HTTPS for /metrics (daemon/export/http_server): libmicrohttpd over GnuTLS, whose session the
+# server asks to verify client certificates (headers only: both are opened at run time, and only
+# for HTTPS and certificate checks). 0.9.71 is the first with enum MHD_Result.
 pkg_check_modules(MICROHTTPD REQUIRED IMPORTED_TARGET libmicrohttpd>=0.9.71)
 pkg_check_modules(GNUTLS REQUIRED IMPORTED_TARGET gnutls)
 find_package(Threads REQUIRED)
