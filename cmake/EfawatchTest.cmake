@@ -33,3 +33,20 @@ function(efawatch_add_test)
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "EFAWATCH_SOURCE_DIR=${CMAKE_SOURCE_DIR};EFAWATCH_BINARY_DIR=${CMAKE_BINARY_DIR}")
 endfunction()
+
+# efawatch_add_fuzz_target(<name> LIBS <...>)
+# A libFuzzer target from <name>.cc in the calling directory, built into <build>/fuzz where
+# tests/fuzz/run.sh finds it. Only with -DEFAWATCH_FUZZ=ON (clang); nothing otherwise.
+function(efawatch_add_fuzz_target name)
+  cmake_parse_arguments(F "" "" "LIBS" ${ARGN})
+  if(NOT EFAWATCH_FUZZ)
+    return()
+  endif()
+  add_executable(${name} ${name}.cc)
+  efawatch_module(${name} DIR tests)
+  efawatch_warnings(${name})
+  target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(${name} PRIVATE ${F_LIBS})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+endfunction()

@@ -3,8 +3,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <gnutls/gnutls.h>
-#include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -22,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "daemon/export/plain_http_transport.h"
+#include "daemon/tls/gnutls_api.h"
 #include "lib/common/listen_address.h"
 #include "lib/common/read_file.h"
 #include "lib/common/shared_library.h"
@@ -38,28 +37,22 @@ constexpr char kPriorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
 constexpr unsigned kContentTooLarge = 413;
 
 // libmicrohttpd reports a bad key or certificate only as a failed start; checking the material
-// with GnuTLS first gives the operator a line that names the file and the problem. (A template:
-// the GnuTLS functions come in HttpServer::Api, which is private.)
-template <typename TlsApi>
-absl::Status CheckTlsMaterial(const TlsApi& api, const HttpServerOptions& o,
+// with GnuTLS first gives the operator a line that names the file and the problem.
+absl::Status CheckTlsMaterial(const tls::GnutlsApi& api, const HttpServerOptions& o,
                               const std::string& cert, const std::string& key,
                               const std::string& ca) {
   gnutls_certificate_credentials_t cred = nullptr;
   if (api.allocate_credentials(&cred) < 0) {
     return absl::ResourceExhaustedError("GnuTLS: cannot allocate credentials");
   }
-  const auto datum = [](const std::string& s) {
-    return gnutls_datum_t{reinterpret_cast<unsigned char*>(const_cast<char*>(s.data())),
-                          static_cast<unsigned>(s.size())};
-  };
   absl::Status st;
-  const gnutls_datum_t c = datum(cert), k = datum(key);
+  const gnutls_datum_t c = tls::Datum(cert), k = tls::Datum(key);
   if (int rc = api.set_x509_key_mem(cred, &c, &k, GNUTLS_X509_FMT_PEM); rc < 0) {
     st = absl::InvalidArgumentError(absl::StrCat(o.cert_file, " and ", o.key_file,
                                                  ": not a PEM certificate and its key (",
                                                  api.strerror(rc), ")"));
   } else if (!ca.empty()) {
-    const gnutls_datum_t t = datum(ca);
+    const gnutls_datum_t t = tls::Datum(ca);
     const int n = api.set_x509_trust_mem(cred, &t, GNUTLS_X509_FMT_PEM);
     if (n <= 0) {
       st = absl::InvalidArgumentError(absl::StrCat(o.client_ca_file, ": no PEM CA certificate (",
@@ -79,8 +72,9 @@ size_t BackstopLimit(const common::ConnectionLimits& limits) {
 }  // namespace
 
 // libmicrohttpd and GnuTLS, opened when HTTPS is first asked for rather than at start: with
-// GnuTLS's own dependencies (p11-kit, nettle, gmp, libtasn1...) they are 2 MiB of the RSS of an
-// agent that serves plain HTTP (lib/common/shared_library.h).
+// GnuTLS's own dependencies (p11-kit, nettle, gmp, libtasn1...) they are 2.5 MiB of the RSS of an
+// agent that serves plain HTTP (lib/common/shared_library.h); and libmicrohttpd initializes
+// GnuTLS as it loads, which is why plain HTTP has a transport of its own.
 struct HttpServer::Api {
   decltype(&MHD_start_daemon) start_daemon = nullptr;
   decltype(&MHD_stop_daemon) stop_daemon = nullptr;
@@ -92,22 +86,15 @@ struct HttpServer::Api {
   decltype(&MHD_add_response_header) add_response_header = nullptr;
   decltype(&MHD_queue_response) queue_response = nullptr;
   decltype(&MHD_destroy_response) destroy_response = nullptr;
-  decltype(&gnutls_certificate_allocate_credentials) allocate_credentials = nullptr;
-  decltype(&gnutls_certificate_free_credentials) free_credentials = nullptr;
-  decltype(&gnutls_certificate_set_x509_key_mem) set_x509_key_mem = nullptr;
-  decltype(&gnutls_certificate_set_x509_trust_mem) set_x509_trust_mem = nullptr;
-  decltype(&gnutls_certificate_get_peers) get_peers = nullptr;
-  decltype(&gnutls_certificate_verify_peers2) verify_peers2 = nullptr;
-  decltype(&gnutls_certificate_verification_status_print) verification_status_print = nullptr;
-  decltype(&gnutls_strerror) strerror = nullptr;
-  gnutls_free_function* free = nullptr;  // a variable in GnuTLS: the function is *free
+  const tls::GnutlsApi* gnutls = nullptr;
 
   static absl::StatusOr<Api> Load() {
     auto mhd = common::SharedLibrary::Open("libmicrohttpd.so.12");
     if (!mhd.ok()) return mhd.status();
-    auto tls = common::SharedLibrary::Open("libgnutls.so.30");
-    if (!tls.ok()) return tls.status();
+    auto gnutls = tls::GnutlsApi::Get();
+    if (!gnutls.ok()) return gnutls.status();
     Api a;
+    a.gnutls = *gnutls;
     for (const absl::Status& st : {
              mhd->Bind("MHD_start_daemon", &a.start_daemon),
              mhd->Bind("MHD_stop_daemon", &a.stop_daemon),
@@ -119,16 +106,6 @@ struct HttpServer::Api {
              mhd->Bind("MHD_add_response_header", &a.add_response_header),
              mhd->Bind("MHD_queue_response", &a.queue_response),
              mhd->Bind("MHD_destroy_response", &a.destroy_response),
-             tls->Bind("gnutls_certificate_allocate_credentials", &a.allocate_credentials),
-             tls->Bind("gnutls_certificate_free_credentials", &a.free_credentials),
-             tls->Bind("gnutls_certificate_set_x509_key_mem", &a.set_x509_key_mem),
-             tls->Bind("gnutls_certificate_set_x509_trust_mem", &a.set_x509_trust_mem),
-             tls->Bind("gnutls_certificate_get_peers", &a.get_peers),
-             tls->Bind("gnutls_certificate_verify_peers2", &a.verify_peers2),
-             tls->Bind("gnutls_certificate_verification_status_print",
-                       &a.verification_status_print),
-             tls->Bind("gnutls_strerror", &a.strerror),
-             tls->Bind("gnutls_free", &a.free),
          }) {
       if (!st.ok()) return st;
     }
@@ -156,21 +133,22 @@ struct HttpServer::Callbacks {
     const MHD_ConnectionInfo* info =
         api.get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     if (info == nullptr || info->tls_session == nullptr) return ClientCert::kNone;
+    const tls::GnutlsApi& g = *api.gnutls;
     auto* session = static_cast<gnutls_session_t>(info->tls_session);
     unsigned int n = 0;
-    if (api.get_peers(session, &n) == nullptr || n == 0) return ClientCert::kNone;
+    if (g.get_peers(session, &n) == nullptr || n == 0) return ClientCert::kNone;
     // The handshake only asked for the certificate (GNUTLS_CERT_REQUEST): the chain, its
     // signatures against the trusted CA and its validity period are checked here.
     unsigned int status = 0;
-    if (int rc = api.verify_peers2(session, &status); rc < 0) {
-      *problem = api.strerror(rc);
+    if (int rc = g.verify_peers2(session, &status); rc < 0) {
+      *problem = g.strerror(rc);
       return ClientCert::kUntrusted;
     }
     if (status != 0) {
       gnutls_datum_t text{};
-      if (api.verification_status_print(status, GNUTLS_CRT_X509, &text, 0) == 0) {
+      if (g.verification_status_print(status, GNUTLS_CRT_X509, &text, 0) == 0) {
         *problem = std::string(reinterpret_cast<char*>(text.data), text.size);
-        (*api.free)(text.data);
+        (*g.free)(text.data);
       }
       return ClientCert::kUntrusted;
     }
@@ -438,7 +416,7 @@ absl::StatusOr<std::unique_ptr<HttpServer::Pems>> HttpServer::ReadTls() const {
   if ((*pems)->cert.empty() || (*pems)->key.empty()) {
     return absl::InvalidArgumentError("HTTPS needs a certificate and a key");
   }
-  if (auto st = CheckTlsMaterial(*api_, options_, (*pems)->cert, (*pems)->key, (*pems)->ca);
+  if (auto st = CheckTlsMaterial(*api_->gnutls, options_, (*pems)->cert, (*pems)->key, (*pems)->ca);
       !st.ok()) {
     return st;
   }

@@ -1,74 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "daemon/tls/cert_watcher.h"
 
-#include <gnutls/gnutls.h>
-#include <gnutls/x509.h>
-
 #include <condition_variable>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/tls/gnutls_api.h"
 #include "lib/common/metric_table.h"
 #include "lib/common/read_file.h"
-#include "lib/common/shared_library.h"
 #include "spdlog/spdlog.h"
 
 namespace efawatch::tls {
-namespace {
-
-gnutls_datum_t Datum(const std::string& s) {
-  return {reinterpret_cast<unsigned char*>(const_cast<char*>(s.data())),
-          static_cast<unsigned>(s.size())};
-}
-
-// GnuTLS, opened the first time a certificate is checked: an agent without TLS files never maps
-// it (with its dependencies, about 2 MiB of RSS; lib/common/shared_library.h).
-struct Gnutls {
-  decltype(&gnutls_x509_crt_list_import2) list_import2 = nullptr;
-  decltype(&gnutls_x509_crt_get_expiration_time) get_expiration_time = nullptr;
-  decltype(&gnutls_x509_crt_deinit) crt_deinit = nullptr;
-  decltype(&gnutls_certificate_allocate_credentials) allocate_credentials = nullptr;
-  decltype(&gnutls_certificate_set_x509_key_mem) set_x509_key_mem = nullptr;
-  decltype(&gnutls_certificate_free_credentials) free_credentials = nullptr;
-  decltype(&gnutls_strerror) strerror = nullptr;
-  gnutls_free_function* free = nullptr;  // a variable in GnuTLS: the function is *free
-
-  static absl::StatusOr<Gnutls> Load() {
-    auto lib = common::SharedLibrary::Open("libgnutls.so.30");
-    if (!lib.ok()) return lib.status();
-    Gnutls g;
-    for (const absl::Status& st : {
-             lib->Bind("gnutls_x509_crt_list_import2", &g.list_import2),
-             lib->Bind("gnutls_x509_crt_get_expiration_time", &g.get_expiration_time),
-             lib->Bind("gnutls_x509_crt_deinit", &g.crt_deinit),
-             lib->Bind("gnutls_certificate_allocate_credentials", &g.allocate_credentials),
-             lib->Bind("gnutls_certificate_set_x509_key_mem", &g.set_x509_key_mem),
-             lib->Bind("gnutls_certificate_free_credentials", &g.free_credentials),
-             lib->Bind("gnutls_strerror", &g.strerror),
-             lib->Bind("gnutls_free", &g.free),
-         }) {
-      if (!st.ok()) return st;
-    }
-    return g;
-  }
-};
-
-}  // namespace
 
 absl::StatusOr<std::chrono::system_clock::time_point> CheckPem(const std::string& pem,
                                                                const std::string& key_pem) {
-  auto loaded = common::LoadOnce<&Gnutls::Load>();
+  auto loaded = GnutlsApi::Get();
   if (!loaded.ok()) return loaded.status();
-  const Gnutls& g = **loaded;
+  const GnutlsApi& g = **loaded;
   gnutls_x509_crt_t* list = nullptr;
   unsigned int n = 0;
   const gnutls_datum_t data = Datum(pem);
-  if (const int rc = g.list_import2(&list, &n, &data, GNUTLS_X509_FMT_PEM, 0); rc < 0 || n == 0) {
+  if (const int rc = g.crt_list_import2(&list, &n, &data, GNUTLS_X509_FMT_PEM, 0);
+      rc < 0 || n == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("no PEM certificate (", rc < 0 ? g.strerror(rc) : "empty", ")"));
   }
-  time_t earliest = g.get_expiration_time(list[0]);
+  time_t earliest = g.crt_get_expiration_time(list[0]);
   for (unsigned int i = 0; i < n; ++i) {
-    earliest = std::min(earliest, g.get_expiration_time(list[i]));
+    earliest = std::min(earliest, g.crt_get_expiration_time(list[i]));
     g.crt_deinit(list[i]);
   }
   (*g.free)(list);

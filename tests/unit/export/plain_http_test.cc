@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "daemon/export/http_server.h"
 
@@ -101,6 +102,15 @@ class Client {
 
 int StatusOf(const std::string& answer) {
   return answer.size() >= 12 ? std::stoi(answer.substr(9, 3)) : 0;
+}
+
+// On a new connection: the status of the answer to `request`, and whether the server then ended
+// the connection.
+std::pair<int, bool> AnswerAndClose(int port, const std::string& request) {
+  Client c(port);
+  c.Send(request);
+  const int status = StatusOf(c.NextAnswer());
+  return {status, c.ClosedByServer()};
 }
 
 std::string BodyOf(const std::string& answer) {
@@ -231,34 +241,31 @@ TEST_F(PlainHttpTest, BodiesOverTheBoundGet413AndTheHandlerNeverSeesThem) {
   c.Send("POST /review HTTP/1.1\r\nContent-Length: 2\r\n\r\nok");
   EXPECT_EQ(BodyOf(c.NextAnswer()), "got 2: ok");
   // Over 16 times the bound: refused at once, and closed.
-  Client huge(port());
-  huge.Send("POST /review HTTP/1.1\r\nContent-Length: 100000\r\n\r\n");
-  EXPECT_EQ(StatusOf(huge.NextAnswer()), 413);
-  EXPECT_TRUE(huge.ClosedByServer());
+  EXPECT_EQ(AnswerAndClose(port(), "POST /review HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"),
+            std::pair(413, true));
   // Without a length, or chunked: 411, closed.
-  Client chunked(port());
-  chunked.Send("POST /review HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
-  EXPECT_EQ(StatusOf(chunked.NextAnswer()), 411);
-  EXPECT_TRUE(chunked.ClosedByServer());
+  EXPECT_EQ(AnswerAndClose(port(), "POST /review HTTP/1.1\r\n\r\n"), std::pair(411, true));
+  EXPECT_EQ(
+      AnswerAndClose(port(),
+                     "POST /review HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0"
+                     "\r\n\r\n"),
+      std::pair(411, true));
   EXPECT_EQ(server_->counters().too_large.load(), 2u);
   EXPECT_EQ(reviews_.load(), 1);
 }
 
 TEST_F(PlainHttpTest, ARefusedRequestWithABodyClosesAndABadHeadGets400) {
   Serve();
-  Client c(port());
   // The body would otherwise be read as the next request.
-  c.Send("PUT /metrics HTTP/1.1\r\nContent-Length: 26\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n");
-  EXPECT_EQ(StatusOf(c.NextAnswer()), 405);
-  EXPECT_TRUE(c.ClosedByServer());
-  Client bad(port());
-  bad.Send("GET /metrics HTTP/1.1\r\nHost : x\r\n\r\n");
-  EXPECT_EQ(StatusOf(bad.NextAnswer()), 400);
-  EXPECT_TRUE(bad.ClosedByServer());
-  Client big(port());
-  big.Send("GET /metrics HTTP/1.1\r\nX-Big: " + std::string(20000, 'a'));
-  EXPECT_EQ(StatusOf(big.NextAnswer()), 431);
-  EXPECT_TRUE(big.ClosedByServer());
+  EXPECT_EQ(AnswerAndClose(port(),
+                           "PUT /metrics HTTP/1.1\r\nContent-Length: 26\r\n\r\nGET /metrics "
+                           "HTTP/1.1\r\n\r\n"),
+            std::pair(405, true));
+  EXPECT_EQ(AnswerAndClose(port(), "GET /metrics HTTP/1.1\r\nHost : x\r\n\r\n"),
+            std::pair(400, true));
+  EXPECT_EQ(AnswerAndClose(port(), "GET /metrics HTTP/1.1\r\nX-Big: " + std::string(20000, 'a')),
+            std::pair(431, true));
+  EXPECT_EQ(AnswerAndClose(port(), "GET /metrics HTTP/2.0\r\n\r\n"), std::pair(505, true));
 }
 
 TEST_F(PlainHttpTest, AClientThatReadsNothingOfItsAnswerIsCutAndOthersAreServed) {
