@@ -108,29 +108,14 @@ absl::StatusOr<std::unique_ptr<PlainHttpTransport>> PlainHttpTransport::Start(
     Options options, Hooks hooks, const common::Clock& clock) {
   std::unique_ptr<PlainHttpTransport> t(
       new PlainHttpTransport(std::move(options), std::move(hooks), clock));
-  const common::ListenAddress& a = t->options_.address;
+  // An IPv6 address serves IPv6 only, as libmicrohttpd's HTTPS listener does.
+  auto listener = common::Listen(t->options_.address, /*v6_only=*/true);
+  if (!listener.ok()) return listener.status();
+  t->listen_fd_ = listener->fd;
+  t->port_ = listener->port;
   const auto fail = [&](const char* what) {
     return absl::UnavailableError(absl::StrCat("cannot ", what, " (", std::strerror(errno), ")"));
   };
-  t->listen_fd_ =
-      ::socket(a.v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (t->listen_fd_ < 0) return fail("open a socket");
-  const int one = 1;
-  ::setsockopt(t->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  // An IPv6 address serves IPv6 only, as libmicrohttpd's HTTPS listener does.
-  if (a.v6) ::setsockopt(t->listen_fd_, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-  const socklen_t len = a.v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (::bind(t->listen_fd_, reinterpret_cast<const sockaddr*>(&a.storage), len) != 0) {
-    return fail("bind");
-  }
-  if (::listen(t->listen_fd_, SOMAXCONN) != 0) return fail("listen");
-  sockaddr_storage bound{};
-  socklen_t bound_len = sizeof(bound);
-  if (::getsockname(t->listen_fd_, reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0) {
-    return fail("read the bound port");
-  }
-  t->port_ = ntohs(a.v6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   t->epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   t->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (t->epoll_fd_ < 0 || t->wake_fd_ < 0) return fail("create an epoll set");

@@ -78,21 +78,13 @@ absl::StatusOr<std::unique_ptr<ConnectionGate>> ConnectionGate::Create(
   auto address = common::ParseListenAddress(options.listen);
   if (!address.ok()) return address.status();
   std::unique_ptr<ConnectionGate> g(new ConnectionGate(std::move(options), clock));
-  const int family = address->v6 ? AF_INET6 : AF_INET;
-  g->listen_fd_ = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (g->listen_fd_ < 0) return Errno("grpc listen socket");
-  const int one = 1;
-  ::setsockopt(g->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  const socklen_t len = address->v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (::bind(g->listen_fd_, reinterpret_cast<sockaddr*>(&address->storage), len) != 0) {
-    return Errno(absl::StrCat("grpc listen ", g->options_.listen));
+  auto listener = common::Listen(*address, /*v6_only=*/false);
+  if (!listener.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("grpc listen ", g->options_.listen, ": ", listener.status().message()));
   }
-  if (::listen(g->listen_fd_, SOMAXCONN) != 0) return Errno("grpc listen");
-  sockaddr_storage bound{};
-  socklen_t bound_len = sizeof(bound);
-  ::getsockname(g->listen_fd_, reinterpret_cast<sockaddr*>(&bound), &bound_len);
-  g->port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                               : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  g->listen_fd_ = listener->fd;
+  g->port_ = listener->port;
   g->epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   g->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (g->epoll_fd_ < 0 || g->wake_fd_ < 0) return Errno("grpc gate epoll");

@@ -2,6 +2,10 @@
 #include "lib/common/listen_address.h"
 
 #include <arpa/inet.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -51,6 +55,33 @@ absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& listen) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat(listen, ": host must be an IPv4 address, [IPv6 address], localhost or empty"));
+}
+
+absl::StatusOr<Listener> Listen(const ListenAddress& address, bool v6_only) {
+  Listener l;
+  const auto fail = [&l](const char* step) {
+    absl::Status st = absl::UnavailableError(absl::StrCat(step, ": ", std::strerror(errno)));
+    if (l.fd >= 0) ::close(l.fd);
+    return st;
+  };
+  l.fd = ::socket(address.v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (l.fd < 0) return fail("socket");
+  const int one = 1;
+  ::setsockopt(l.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (address.v6 && v6_only) ::setsockopt(l.fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  const socklen_t len = address.v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  if (::bind(l.fd, reinterpret_cast<const sockaddr*>(&address.storage), len) != 0) {
+    return fail("bind");
+  }
+  if (::listen(l.fd, SOMAXCONN) != 0) return fail("listen");
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof(bound);
+  if (::getsockname(l.fd, reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0) {
+    return fail("getsockname");
+  }
+  l.port = ntohs(address.v6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return l;
 }
 
 std::string PeerAddress(const sockaddr* sa) {
