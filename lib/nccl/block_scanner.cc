@@ -95,45 +95,31 @@ size_t FirstBackslashOrNewline(const char* s, size_t n, size_t i) {
   return i;
 }
 
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) size_t FirstBackslashOrNewlineAvx2(const char* s, size_t n,
-                                                                   size_t i) {
-  for (; i + 32 <= n; i += 32) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
-    const auto m = static_cast<uint32_t>(
-        _mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')),
-                                             _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')))));
-    if (m != 0) return i + static_cast<size_t>(__builtin_ctz(m));
-  }
-  return FirstBackslashOrNewline(s, n, i);
-}
-#endif
-
 // Whether the line that starts at s[pos] is such a record, in one pass to its first backslash
-// or newline instead of one to its end and one to the backslash: every line of a docker
-// json-file log comes here (docker-json, bench/analyze.sh). `kAvx2`: called from the AVX2 scan.
-template <bool kAvx2>
+// or newline instead of one to its end and one to the backslash. The line-by-line scans' test;
+// the AVX2 scan finds each line's first backslash in its own pass (DockerCandidate()).
 bool PlainDockerRecordAt(const char* s, size_t n, size_t pos) {
   if (!At(s, n, pos, kDockerHead)) return false;
-  const size_t from = pos + kDockerHead.size();
-#if defined(__x86_64__)
-  const size_t b =
-      kAvx2 ? FirstBackslashOrNewlineAvx2(s, n, from) : FirstBackslashOrNewline(s, n, from);
-#else
-  const size_t b = FirstBackslashOrNewline(s, n, from);
-#endif
+  const size_t b = FirstBackslashOrNewline(s, n, pos + kDockerHead.size());
   return b < n && s[b] == '\\' && At(s, n, b, kDockerEnd);
+}
+
+// The same test where the line's first backslash is known: the line starting at s[start] has
+// its first backslash at s[at], or none before its newline at s[at]. (The head holds no
+// backslash, so the line's first one is the first after it.)
+EFAWATCH_ALWAYS_INLINE bool DockerCandidate(const char* s, size_t n, size_t start, size_t at) {
+  return s[start] == '{' &&
+         (s[at] != '\\' || !At(s, n, start, kDockerHead) || !At(s, n, at, kDockerEnd));
 }
 
 // Whether a needle of IsCandidateLine() covers s[pos] (an anchor byte). No needle holds a
 // newline, so a match lies inside the line that holds `pos`.
-template <bool kAvx2 = false>
 EFAWATCH_ALWAYS_INLINE bool Verify(const char* s, size_t n, size_t pos, bool json) {
   // Before the switch's jump table: a log coloured line by line has two escapes per line.
   if (s[pos] == '\x1b') return !HarmlessEscape(s, n, pos);
   // And a docker json-file log has a '{' at each line's start.
   if (s[pos] == '{') {
-    return json && (pos == 0 || s[pos - 1] == '\n') && !PlainDockerRecordAt<kAvx2>(s, n, pos);
+    return json && (pos == 0 || s[pos - 1] == '\n') && !PlainDockerRecordAt(s, n, pos);
   }
   switch (s[pos]) {
     case 'C':
@@ -200,13 +186,14 @@ Hit ScanLines(const char* s, size_t n, size_t from, size_t long_line_bytes, bool
 }
 
 // The bit work of the `kWidth` (32 or 64) bytes at s[i] for the vector scan: `mask` holds
-// their anchor bytes and `nl_mask` their newlines (the bits above kWidth clear). True with `*hit`
-// set when one of them is a candidate's; else the newlines are counted and `*line_start`
-// carried on.
+// their anchor bytes, `nl_mask` their newlines and `records` the bytes where a line's docker
+// record test is due (FirstBackslashes(); 0 where no line is json) (the bits above kWidth
+// clear). True with `*hit` set when one of them is a candidate's; else the newlines are counted
+// and `*line_start` carried on.
 template <size_t kWidth>
 EFAWATCH_ALWAYS_INLINE bool StepBits(const char* s, size_t n, size_t i, uint64_t mask,
-                                     uint64_t nl_mask, size_t long_line_bytes, bool json,
-                                     size_t* line_start, uint64_t* newlines, Hit* hit) {
+                                     uint64_t nl_mask, uint64_t records, size_t long_line_bytes,
+                                     bool json, size_t* line_start, uint64_t* newlines, Hit* hit) {
   // The line running into these bytes is too long at line_start + long_line_bytes, unless it
   // ends first (a later line in them is shorter than kWidth bytes). Only there: an anchor byte at
   // line_start + long_line_bytes of a later line is no overlong line (a differential fuzz input
@@ -221,10 +208,22 @@ EFAWATCH_ALWAYS_INLINE bool StepBits(const char* s, size_t n, size_t i, uint64_t
       long_at = q;
     }
   }
+  mask |= records;
   while (mask != 0) {
     const auto bit = static_cast<unsigned>(__builtin_ctzll(mask));
     const size_t pos = i + bit;
-    if (pos == long_at || Verify<true>(s, n, pos, json)) {
+    bool candidate;
+    if (((records >> bit) & 1) != 0) {
+      // The line holding `pos` starts after the last newline below it, or where the line
+      // running into these bytes started.
+      const uint64_t below = bit == 0 ? 0 : nl_mask & ((uint64_t{1} << bit) - 1);
+      const size_t start =
+          below == 0 ? *line_start : i + 64 - static_cast<size_t>(__builtin_clzll(below));
+      candidate = DockerCandidate(s, n, start, pos);
+    } else {
+      candidate = pos == long_at || Verify(s, n, pos, json);
+    }
+    if (candidate) {
       const uint64_t below = bit == 0 ? 0 : nl_mask & ((uint64_t{1} << bit) - 1);
       *hit = {pos, *newlines + static_cast<uint64_t>(__builtin_popcountll(below))};
       return true;
@@ -240,34 +239,31 @@ EFAWATCH_ALWAYS_INLINE bool StepBits(const char* s, size_t n, size_t i, uint64_t
 }
 
 #if defined(__x86_64__)
-// The anchors of kAnchor in eight groups, one bit each: a group matches a byte when the byte is
-// in `cur` and the byte before it is in `prev` (empty: any byte). A byte's groups are looked up
-// by its two nibbles (two table lookups, ANDed; the "shufti" technique of Hyperscan), so a group
-// also matches the other bytes made of its bytes' nibbles (0x0b, 0x10, 'd', 'q', 'z'): Verify()
-// rejects them, and they are rare in logs.
+// The anchors of kAnchor but '{' in seven groups, one bit each: a group matches a byte when the
+// byte is in `cur` and the byte before it is in `prev` (empty: any byte). A byte's groups are
+// looked up by its two nibbles (two table lookups, ANDed; the "shufti" technique of Hyperscan),
+// so a group also matches the other bytes made of its bytes' nibbles (0x0b, 0x10, 'd', 'q', 'z'):
+// Verify() rejects them, and they are rare in logs. A '{' at a line's start is text in a file
+// whose lines cannot be docker json-file records, and is judged at the line's first backslash in
+// one whose lines can (ScanAvx2()).
 struct Group {
   std::string_view cur;
   std::string_view prev;
 };
-constexpr std::array<Group, 8> kGroups = {{
+constexpr std::array<Group, 7> kGroups = {{
     {"C ", "N]"},  // "NC", "N ", "] "; by the nibbles also "M ", "^ ", "N@", "]#", ...
     {"#", ""},
     {std::string_view("\0\x1b", 2), ""},
-    {"{", "\n"},
     {"P", " "},
     {":", "c"},
     {"rI", "[F"},  // "[repeated " by 'r', "FI_" by 'I'; by the nibbles also "Fr", "[B"
     {"taj", ":"},
 }};
-constexpr size_t kJsonGroup = 3;
-static_assert(kGroups[kJsonGroup].cur == "{",
-              "ScanAvx2 leaves this group out where no line is json");
 
 // The 16-entry table of group bits for the low (`shift` 0) or high (4) nibble of `cur` or
 // `prev` bytes. A group without a `prev` has its bit in every entry of the `prev` tables (any
-// byte before it will do), and `json` false leaves group 3 out of the `cur` tables: both are
-// folded into the tables rather than applied to every 32 bytes.
-constexpr std::array<uint8_t, 16> NibbleTable(bool of_prev, int shift, bool json = true) {
+// byte before it will do): folded into the tables rather than applied to every 32 bytes.
+constexpr std::array<uint8_t, 16> NibbleTable(bool of_prev, int shift) {
   std::array<uint8_t, 16> t{};
   for (size_t g = 0; g < kGroups.size(); ++g) {
     const auto bit = static_cast<uint8_t>(1u << g);
@@ -275,7 +271,6 @@ constexpr std::array<uint8_t, 16> NibbleTable(bool of_prev, int shift, bool json
       for (uint8_t& e : t) e |= bit;
       continue;
     }
-    if (!of_prev && !json && g == kJsonGroup) continue;
     for (char c : of_prev ? kGroups[g].prev : kGroups[g].cur) {
       t[(static_cast<unsigned char>(c) >> shift) & 0x0f] |= bit;
     }
@@ -283,7 +278,6 @@ constexpr std::array<uint8_t, 16> NibbleTable(bool of_prev, int shift, bool json
   return t;
 }
 constexpr std::array<uint8_t, 16> kCurLo = NibbleTable(false, 0);
-constexpr std::array<uint8_t, 16> kCurLoText = NibbleTable(false, 0, /*json=*/false);
 constexpr std::array<uint8_t, 16> kCurHi = NibbleTable(false, 4);
 constexpr std::array<uint8_t, 16> kPrevLo = NibbleTable(true, 0);
 constexpr std::array<uint8_t, 16> kPrevHi = NibbleTable(true, 4);
@@ -301,17 +295,20 @@ __attribute__((target("avx2"), always_inline)) inline __m256i Groups(__m256i lo,
 
 // The constants of Step().
 struct Masks {
-  __m256i cur_lo, cur_hi, prev_lo, prev_hi, low4, newline, zero;
+  __m256i cur_lo, cur_hi, prev_lo, prev_hi, low4, newline, backslash, zero;
 };
 // The anchor mask (a byte and the one before it) and the newline mask of the 32 bytes at `at`.
 // `*prev_groups` holds, in its last byte, the `prev` group bits of at[-1] (PrevGroupsOf()), and
 // gets those of at[0, 32) for the next step: the byte before each byte is classified once, by
 // the nibbles of its own load, and moved up one place, instead of from a second load one byte
-// back (17 operations every 32 bytes instead of 21, one load fewer among them).
+// back (17 operations every 32 bytes instead of 21, one load fewer among them). `kJson`: also
+// the mask of the backslashes, `*backslashes` (FirstBackslashes()).
+template <bool kJson>
 __attribute__((target("avx2"), always_inline)) inline void Step(const char* at, const Masks& k,
                                                                 __m256i* prev_groups,
                                                                 uint32_t* anchors,
-                                                                uint32_t* newlines) {
+                                                                uint32_t* newlines,
+                                                                uint32_t* backslashes) {
   const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
   const __m256i lo = _mm256_and_si256(a, k.low4);
   const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(a, 4), k.low4);
@@ -323,12 +320,40 @@ __attribute__((target("avx2"), always_inline)) inline void Step(const char* at, 
   const __m256i m = _mm256_and_si256(Groups(lo, hi, k.cur_lo, k.cur_hi), before);
   *anchors = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, k.zero)));
   *newlines = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, k.newline)));
+  if constexpr (kJson) {
+    *backslashes = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, k.backslash)));
+  }
 }
 
 // A vector whose last byte holds the `prev` group bits of `c`, for the first Step().
 __attribute__((target("avx2"), always_inline)) inline __m256i PrevGroupsOf(char c) {
   const auto u = static_cast<unsigned char>(c);
   return _mm256_set1_epi8(static_cast<char>(kPrevLo[u & 0x0f] & kPrevHi[u >> 4]));
+}
+
+// Where, among `kWidth` bytes with backslashes `bs` and newlines `nl`, a line's docker record
+// test is due: at the line's first backslash, or at its newline where it has none. `*seeking`
+// is 1 where the line running into these bytes has had no backslash in the bytes before (as
+// where a line starts), else 0, and gets the same for the next bytes. One addition (with
+// carry) finds them all: each newline (and a seeking line's carry) adds 1 at the bottom of the
+// run of
+// non-backslash bytes it starts, and the carry runs up that run and stops at its first
+// backslash, setting that bit; a newline the carry reaches is set too (1 + 1 + carry), one it
+// does not reach is cleared (1 + 1). So a docker json-file log, where every line is a record
+// and every record's first backslash ends its text, costs a few operations every 64 bytes and
+// one test per line, instead of a search from each line's '{' to its first backslash, which
+// was a fifth of `efawatch analyze` on such a log (docker-json, bench/analyze.sh).
+template <size_t kWidth>
+EFAWATCH_ALWAYS_INLINE uint64_t FirstBackslashes(uint64_t bs, uint64_t nl, unsigned char* seeking) {
+  if constexpr (kWidth == 64) {
+    unsigned long long sum = 0;  // NOLINT(google-runtime-int): the intrinsic's type
+    *seeking = _addcarry_u64(*seeking, ~bs, nl, &sum);
+    return sum & (bs | nl);
+  } else {
+    const uint64_t sum = (~bs & 0xffffffffULL) + nl + *seeking;
+    *seeking = static_cast<unsigned char>(sum >> 32);
+    return sum & (bs | nl) & 0xffffffffULL;
+  }
 }
 
 // Bit j of each: the byte at[j] of the 32 at `at` is ESC, '[', '0' or 'm'.
@@ -361,9 +386,11 @@ __attribute__((target("avx2"), always_inline)) inline uint64_t HarmlessEscapeBit
   const uint64_t zero = lo.zero | uint64_t{hi.zero} << 32;
   const uint64_t m = lo.m | uint64_t{hi.m} << 32;
   const uint64_t line_start = nl << 1 | (s[i - 1] == '\n' ? 1 : 0);
-  const uint64_t reset0 = (bracket >> 1) & (zero >> 2) & (m >> 3) & (nl >> 4);
-  const uint64_t reset = (bracket >> 1) & (m >> 2) & (nl >> 3);
-  return esc & (line_start | reset0 | reset);
+  // Where "m\n" starts, then where "0m\n" or "m\n" does: the two resets share their end, so
+  // one "[" test covers both (half the operations of testing each code whole).
+  const uint64_t m_end = m & (nl >> 1);
+  const uint64_t code_end = m_end | (zero & (m_end >> 1));
+  return esc & (line_start | ((bracket >> 1) & (code_end >> 2)));
 }
 
 // 32 bytes per step: one mask of the anchor bytes (a byte and the one before it, Step()) and
@@ -371,58 +398,72 @@ __attribute__((target("avx2"), always_inline)) inline uint64_t HarmlessEscapeBit
 // `from` starts a line. Positions the vector loop cannot cover (the first byte of the block,
 // the tail) go through ScanBytes(), which applies the same rules.
 // `kColour`: the escapes HarmlessEscapeBits() judges are left out of the mask (on where the
-// block starts with an escape).
-template <bool kColour>
-__attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t from,
-                                             size_t long_line_bytes, bool json) {
+// block starts with an escape). `kJson`: the lines may be docker json-file records; a line's '{'
+// is no anchor, and its record test runs at its first backslash (FirstBackslashes()).
+template <bool kColour, bool kJson>
+__attribute__((target("avx2"), noinline)) Hit ScanAvx2(const char* s, size_t n, size_t from,
+                                                       size_t long_line_bytes) {
   uint64_t newlines = 0;
   size_t line_start = from;
   size_t i = from;
   if (i == 0) {
-    Hit h = ScanBytes(s, n, 0, n < 1 ? n : 1, 0, long_line_bytes, 0, json);
+    Hit h = ScanBytes(s, n, 0, n < 1 ? n : 1, 0, long_line_bytes, 0, kJson);
     if (h.pos != n) return h;
     newlines = h.newlines;
     line_start = newlines != 0 ? 1 : 0;
     i = 1;
   }
-  // Where a file's lines cannot be docker json-file records, a '{' at a line's start is text
-  // (Trainer's metric dicts, JSON-lines logging): its group is left out of the mask.
-  const Masks k{Table(json ? kCurLo : kCurLoText),
-                Table(kCurHi),
-                Table(kPrevLo),
-                Table(kPrevHi),
-                _mm256_set1_epi8(0x0f),
-                _mm256_set1_epi8('\n'),
-                _mm256_setzero_si256()};
+  // A '{' at a line's start is text where a file's lines cannot be docker json-file records
+  // (Trainer's metric dicts, JSON-lines logging), and judged at the line's first backslash where
+  // they can: either way its group is left out of the mask.
+  const Masks k{Table(kCurLo),          Table(kCurHi),          Table(kPrevLo),
+                Table(kPrevHi),         _mm256_set1_epi8(0x0f), _mm256_set1_epi8('\n'),
+                _mm256_set1_epi8('\\'), _mm256_setzero_si256()};
   __m256i prev_groups = PrevGroupsOf(s[i - 1]);
+  // 1 while the line at line_start has had no backslash yet: its record test is still due.
+  unsigned char seeking = 1;
   // Two steps at a time: the bit work below (long line, verify, newline count) then runs once
   // per 64 bytes instead of once per 32, about a sixth of the loop's instructions on a log of
   // chatter (callgrind, bench/analyze.sh's 2 %-NCCL logs).
   while (i + 64 <= n) {
-    uint32_t a0, n0, a1, n1;
-    Step(s + i, k, &prev_groups, &a0, &n0);
-    Step(s + i + 32, k, &prev_groups, &a1, &n1);
+    uint32_t a0, n0, a1, n1, b0 = 0, b1 = 0;
+    Step<kJson>(s + i, k, &prev_groups, &a0, &n0, &b0);
+    Step<kJson>(s + i + 32, k, &prev_groups, &a1, &n1, &b1);
     const uint64_t nl = n0 | uint64_t{n1} << 32;
     uint64_t mask = a0 | uint64_t{a1} << 32;
     if constexpr (kColour) {
       if (mask != 0) mask &= ~HarmlessEscapeBits(s, i, nl);
     }
+    uint64_t records = 0;
+    if constexpr (kJson) records = FirstBackslashes<64>(b0 | uint64_t{b1} << 32, nl, &seeking);
     Hit hit{};
-    if (StepBits<64>(s, n, i, mask, nl, long_line_bytes, json, &line_start, &newlines, &hit)) {
+    if (StepBits<64>(s, n, i, mask, nl, records, long_line_bytes, kJson, &line_start, &newlines,
+                     &hit)) {
       return hit;
     }
     i += 64;
   }
   while (i + 32 <= n) {
-    uint32_t mask, nl_mask;
-    Step(s + i, k, &prev_groups, &mask, &nl_mask);
+    uint32_t mask, nl_mask, bs = 0;
+    Step<kJson>(s + i, k, &prev_groups, &mask, &nl_mask, &bs);
+    uint64_t records = 0;
+    if constexpr (kJson) records = FirstBackslashes<32>(bs, nl_mask, &seeking);
     Hit hit{};
-    if (StepBits<32>(s, n, i, mask, nl_mask, long_line_bytes, json, &line_start, &newlines, &hit)) {
+    if (StepBits<32>(s, n, i, mask, nl_mask, records, long_line_bytes, kJson, &line_start,
+                     &newlines, &hit)) {
       return hit;
     }
     i += 32;
   }
-  return ScanBytes(s, n, i, n, line_start, long_line_bytes, newlines, json);
+  // The line running into the tail, when its first backslash is not behind: ScanBytes() judges
+  // a record by its '{', which lies behind.
+  if constexpr (kJson) {
+    if (seeking && line_start < i && s[line_start] == '{' &&
+        !PlainDockerRecordAt(s, n, line_start)) {
+      return {line_start, newlines};
+    }
+  }
+  return ScanBytes(s, n, i, n, line_start, long_line_bytes, newlines, kJson);
 }
 
 bool HaveAvx2() {
@@ -443,9 +484,11 @@ __attribute__((target("avx2"))) Hit ScanAvx2(const char* s, size_t n, size_t fro
                                              size_t long_line_bytes, bool json) {
   if ((from < n && s[from] == '\x1b') ||
       forced_level.load(std::memory_order_relaxed) == internal::ScanLevel::kColour) {
-    return ScanAvx2<true>(s, n, from, long_line_bytes, json);
+    return json ? ScanAvx2<true, true>(s, n, from, long_line_bytes)
+                : ScanAvx2<true, false>(s, n, from, long_line_bytes);
   }
-  return ScanAvx2<false>(s, n, from, long_line_bytes, json);
+  return json ? ScanAvx2<false, true>(s, n, from, long_line_bytes)
+              : ScanAvx2<false, false>(s, n, from, long_line_bytes);
 }
 #endif
 
@@ -479,7 +522,7 @@ Hit NextCandidate(const char* s, size_t n, size_t from, size_t long_line_bytes, 
 bool IsCandidateLine(std::string_view line, size_t long_line_bytes, bool json) {
   if (line.size() > long_line_bytes) return true;
   if (line.empty()) return false;
-  if (json && line[0] == '{' && !PlainDockerRecordAt<false>(line.data(), line.size(), 0)) {
+  if (json && line[0] == '{' && !PlainDockerRecordAt(line.data(), line.size(), 0)) {
     return true;
   }
   for (char c : {'\0', '#'}) {

@@ -188,10 +188,32 @@ TEST_P(BlockScannerTest, FindsEveryNeedleAtEveryOffset) {
 // falls in the 64-byte steps.
 TEST_P(BlockScannerTest, ColourCodesAreJudgedAlikeAtEveryOffset) {
   const std::vector<std::string> ends = {
-      "\x1b[0m",     "\x1b[m",      "\x1b[0m\x1b[1m", "\x1b[0;1m",  "\x1b[0mX",
-      "\x1b[0m\r",   "\x1b[0",      "\x1b[",          "\x1b",       "\x1b[1m",
-      "NC\x1b[0mCL", "NC\x1b[mCL",  "\x1b[0m\x1b[0m", "\x1b[00m",   "x\x1b[m\x1b[m",
-      "F\x1b[0mI_x", "\x1b[0mNCCL", "\x1b]0;t\x07",   "[0m\x1b[0m", "\x1b[0m ",
+      "\x1b[0m",
+      "\x1b[m",
+      "\x1b[0m\x1b[1m",
+      "\x1b[0;1m",
+      "\x1b[0mX",
+      "\x1b[0m\r",
+      "\x1b[0",
+      "\x1b[",
+      "\x1b",
+      "\x1b[1m",
+      "NC\x1b[0mCL",
+      "NC\x1b[mCL",
+      "\x1b[0m\x1b[0m",
+      "\x1b[00m",
+      "x\x1b[m\x1b[m",
+      "F\x1b[0mI_x",
+      "\x1b[0mNCCL",
+      "\x1b]0;t\x07",
+      "[0m\x1b[0m",
+      "\x1b[0m ",
+      // Four bytes before the newline that only look like a reset.
+      "\x1b(0m",
+      "\x1b[Am",
+      "\x1b[\x1bm",
+      std::string("\x1b") + "0m",
+      "\x1b(m",
   };
   for (const std::string& end : ends) {
     for (size_t offset = 0; offset < 140; ++offset) {
@@ -202,6 +224,89 @@ TEST_P(BlockScannerTest, ColourCodesAreJudgedAlikeAtEveryOffset) {
       }
       EXPECT_EQ(Visited(lines, 4096), Expected(lines, 4096))
           << "end=" << ::testing::PrintToString(end) << " offset=" << offset;
+    }
+  }
+}
+
+// In a docker json-file log a record's test runs at the line's first backslash, found by the
+// vector scan's carry over the 64-byte steps: a record whose text ends at every offset around a
+// step boundary, with and without escapes, split (no backslash at all, across several steps),
+// behind a line without a newline, and lines that are no records, must be judged as the
+// line-by-line path judges them, including where a record runs into the block's tail.
+TEST_P(BlockScannerTest, DockerRecordsAreJudgedAtTheirFirstBackslashAtEveryOffset) {
+  const std::string tail = R"(","stream":"stdout","time":"2026-12-02T10:00:00.000000001Z"})";
+  const std::vector<std::string> kinds = {
+      R"(\n)" + tail,              // plain: not a candidate
+      R"(\"q\"\n)" + tail,         // an escape first
+      tail,                        // split: no backslash
+      R"(\n","strea":"stdout"})",  // the wrong end
+      R"(\n)",                     // ends at the backslash's 'n'
+      R"(\)",                      // ends at the backslash
+  };
+  for (const std::string& kind : kinds) {
+    for (size_t len = 0; len < 140; ++len) {
+      std::vector<std::string> lines;
+      for (size_t k = 0; k < 3; ++k) {
+        lines.push_back(R"({"log":")" + std::string(len + k, 'a') + kind);
+        lines.push_back(R"({"log":"step 1\n)" + tail);
+      }
+      lines.push_back("not a record \\ with backslashes " + std::string(len, 'b'));
+      lines.emplace_back("");
+      lines.push_back(R"({"lo":")" + std::string(len, 'c') + R"(\n)" + tail);
+      lines.push_back("{" + std::string(len, 'd'));
+      lines.push_back(R"({"log":")" + std::string(len, 'e') + kind);
+      for (bool newline : {true, false}) {
+        EXPECT_EQ(Visited(lines, 4096, newline), Expected(lines, 4096))
+            << "kind=" << kind << " len=" << len << " newline=" << newline;
+        EXPECT_EQ(Visited(lines, 4096, newline, false), Expected(lines, 4096, false))
+            << "kind=" << kind << " len=" << len << " newline=" << newline;
+      }
+    }
+  }
+}
+
+// The same judgement on seeded random lines made of a record's pieces (head, end, escapes,
+// backslashes, braces, newlines) and chatter, at random lengths: whatever the vector scan's
+// steps, it visits what IsCandidateLine() accepts.
+TEST_P(BlockScannerTest, RandomRecordPiecesAreJudgedAlike) {
+  const std::vector<std::string> pieces = {
+      R"({"log":")",
+      R"(\n","stream":"stdout"})",
+      "\\",
+      "\\n",
+      "{",
+      "\"",
+      "n",
+      "\n",
+      "\n\n",
+      "step 1 loss 0.25 ",
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+      "NCCL",
+      "\x1b[0m",
+  };
+  uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto next = [&state](uint64_t bound) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state % bound;
+  };
+  for (int round = 0; round < 3000; ++round) {
+    std::string block;
+    const uint64_t count = 1 + next(24);
+    for (uint64_t i = 0; i < count; ++i) block += pieces[next(pieces.size())];
+    std::vector<std::string> lines;
+    for (size_t b = 0; b <= block.size();) {
+      size_t e = block.find('\n', b);
+      if (e == std::string::npos) e = block.size();
+      lines.push_back(block.substr(b, e - b));
+      b = e + 1;
+    }
+    const bool newline = !block.empty() && block.back() == '\n';
+    if (newline) lines.pop_back();  // the empty "line" after the last newline
+    for (bool json : {true, false}) {
+      EXPECT_EQ(Visited(lines, 4096, newline, json), Expected(lines, 4096, json))
+          << ::testing::PrintToString(block) << " json=" << json;
     }
   }
 }
