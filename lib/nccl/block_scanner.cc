@@ -250,15 +250,19 @@ struct Group {
   std::string_view cur;
   std::string_view prev;
 };
-constexpr std::array<Group, 7> kGroups = {{
-    {"C ", "N]"},  // "NC", "N ", "] "; by the nibbles also "M ", "^ ", "N@", "]#", ...
+constexpr std::array<Group, 8> kGroups = {{
+    {"C ", "N"},  // "NC", "N "; by the nibbles also "N@", "N#", "N3"
     {"#", ""},
     {std::string_view("\0\x1b", 2), ""},
     {"P", " "},
     {":", "c"},
     {"rI", "[F"},  // "[repeated " by 'r', "FI_" by 'I'; by the nibbles also "Fr", "[B"
     {"taj", ":"},
+    {" ", "]"},  // "] INFO " by "] ": last, so that its bit is each byte's top bit (Step())
 }};
+constexpr size_t kLegacyGroup = 7;
+static_assert(kGroups[kLegacyGroup].prev == "]" && kLegacyGroup == 7,
+              "Step() reads the legacy pairs from the bytes' top bits");
 
 // The 16-entry table of group bits for the low (`shift` 0) or high (4) nibble of `cur` or
 // `prev` bytes. A group without a `prev` has its bit in every entry of the `prev` tables (any
@@ -297,18 +301,21 @@ __attribute__((target("avx2"), always_inline)) inline __m256i Groups(__m256i lo,
 struct Masks {
   __m256i cur_lo, cur_hi, prev_lo, prev_hi, low4, newline, backslash, zero;
 };
-// The anchor mask (a byte and the one before it) and the newline mask of the 32 bytes at `at`.
-// `*prev_groups` holds, in its last byte, the `prev` group bits of at[-1] (PrevGroupsOf()), and
-// gets those of at[0, 32) for the next step: the byte before each byte is classified once, by
-// the nibbles of its own load, and moved up one place, instead of from a second load one byte
-// back (17 operations every 32 bytes instead of 21, one load fewer among them). `kJson`: also
-// the mask of the backslashes, `*backslashes` (FirstBackslashes()).
+// What Step() finds in 32 bytes, one bit each.
+struct StepMasks {
+  uint32_t anchors;      // anchor bytes (a byte and the one before it)
+  uint32_t newlines;     // '\n'
+  uint32_t backslashes;  // '\\' (only where lines may be docker json-file records)
+  uint32_t legacy;       // the ' ' of "] " (among the anchors)
+};
+// The masks of the 32 bytes at `at`. `*prev_groups` holds, in its last byte, the `prev` group
+// bits of at[-1] (PrevGroupsOf()), and gets those of at[0, 32) for the next step: the byte before
+// each byte is classified once, by the nibbles of its own load, and moved up one place, instead
+// of from a second load one byte back (17 operations every 32 bytes instead of 21, one load
+// fewer among them). `kJson`: also the backslashes (FirstBackslashes()).
 template <bool kJson>
-__attribute__((target("avx2"), always_inline)) inline void Step(const char* at, const Masks& k,
-                                                                __m256i* prev_groups,
-                                                                uint32_t* anchors,
-                                                                uint32_t* newlines,
-                                                                uint32_t* backslashes) {
+__attribute__((target("avx2"), always_inline)) inline StepMasks Step(const char* at, const Masks& k,
+                                                                     __m256i* prev_groups) {
   const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
   const __m256i lo = _mm256_and_si256(a, k.low4);
   const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(a, 4), k.low4);
@@ -318,11 +325,15 @@ __attribute__((target("avx2"), always_inline)) inline void Step(const char* at, 
       _mm256_alignr_epi8(as_prev, _mm256_permute2x128_si256(*prev_groups, as_prev, 0x21), 15);
   *prev_groups = as_prev;
   const __m256i m = _mm256_and_si256(Groups(lo, hi, k.cur_lo, k.cur_hi), before);
-  *anchors = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, k.zero)));
-  *newlines = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, k.newline)));
+  StepMasks out{};
+  out.anchors = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, k.zero)));
+  out.newlines = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, k.newline)));
+  out.legacy = static_cast<uint32_t>(_mm256_movemask_epi8(m));  // group 7: the top bit
   if constexpr (kJson) {
-    *backslashes = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, k.backslash)));
+    out.backslashes =
+        static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, k.backslash)));
   }
+  return out;
 }
 
 // A vector whose last byte holds the `prev` group bits of `c`, for the first Step().
@@ -393,6 +404,25 @@ __attribute__((target("avx2"), always_inline)) inline uint64_t HarmlessEscapeBit
   return esc & (line_start | ((bracket >> 1) & (code_end >> 2)));
 }
 
+// The "] " pairs among the `kWidth` (32 or 64) bytes at s[i] (`legacy`, Step()) that cannot
+// start legacy "] INFO ": the byte after them is no 'I'. A pod name that kubectl --prefix or
+// stern puts before each line ("[pod/name/container] ") ends in one on every line, and each
+// took the scan out of its loop to Verify() it (~2 ns a line, kubectl-prefix,
+// bench/analyze.sh); only windows holding such a pair pay for the compare. The last byte's pair
+// is kept: its next byte lies beyond.
+template <size_t kWidth>
+__attribute__((target("avx2"), always_inline)) inline uint64_t LegacyPairsToSkip(const char* s,
+                                                                                 size_t i,
+                                                                                 uint64_t legacy) {
+  uint64_t capital_i = Equal(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)), 'I');
+  if constexpr (kWidth == 64) {
+    capital_i |=
+        uint64_t{Equal(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32)), 'I')}
+        << 32;
+  }
+  return legacy & ~(capital_i >> 1) & ~(uint64_t{1} << (kWidth - 1));
+}
+
 // 32 bytes per step: one mask of the anchor bytes (a byte and the one before it, Step()) and
 // one of the newlines; only the set bits are looked at one by one.
 // `from` starts a line. Positions the vector loop cannot cover (the first byte of the block,
@@ -426,16 +456,20 @@ __attribute__((target("avx2"), noinline)) Hit ScanAvx2(const char* s, size_t n, 
   // per 64 bytes instead of once per 32, about a sixth of the loop's instructions on a log of
   // chatter (callgrind, bench/analyze.sh's 2 %-NCCL logs).
   while (i + 64 <= n) {
-    uint32_t a0, n0, a1, n1, b0 = 0, b1 = 0;
-    Step<kJson>(s + i, k, &prev_groups, &a0, &n0, &b0);
-    Step<kJson>(s + i + 32, k, &prev_groups, &a1, &n1, &b1);
-    const uint64_t nl = n0 | uint64_t{n1} << 32;
-    uint64_t mask = a0 | uint64_t{a1} << 32;
+    const StepMasks m0 = Step<kJson>(s + i, k, &prev_groups);
+    const StepMasks m1 = Step<kJson>(s + i + 32, k, &prev_groups);
+    const uint64_t nl = m0.newlines | uint64_t{m1.newlines} << 32;
+    uint64_t mask = m0.anchors | uint64_t{m1.anchors} << 32;
+    if (const uint64_t legacy = m0.legacy | uint64_t{m1.legacy} << 32; legacy != 0) {
+      mask &= ~LegacyPairsToSkip<64>(s, i, legacy);
+    }
     if constexpr (kColour) {
       if (mask != 0) mask &= ~HarmlessEscapeBits(s, i, nl);
     }
     uint64_t records = 0;
-    if constexpr (kJson) records = FirstBackslashes<64>(b0 | uint64_t{b1} << 32, nl, &seeking);
+    if constexpr (kJson) {
+      records = FirstBackslashes<64>(m0.backslashes | uint64_t{m1.backslashes} << 32, nl, &seeking);
+    }
     Hit hit{};
     if (StepBits<64>(s, n, i, mask, nl, records, long_line_bytes, kJson, &line_start, &newlines,
                      &hit)) {
@@ -444,12 +478,13 @@ __attribute__((target("avx2"), noinline)) Hit ScanAvx2(const char* s, size_t n, 
     i += 64;
   }
   while (i + 32 <= n) {
-    uint32_t mask, nl_mask, bs = 0;
-    Step<kJson>(s + i, k, &prev_groups, &mask, &nl_mask, &bs);
+    const StepMasks m = Step<kJson>(s + i, k, &prev_groups);
+    uint64_t mask = m.anchors;
+    if (m.legacy != 0) mask &= ~LegacyPairsToSkip<32>(s, i, m.legacy);
     uint64_t records = 0;
-    if constexpr (kJson) records = FirstBackslashes<32>(bs, nl_mask, &seeking);
+    if constexpr (kJson) records = FirstBackslashes<32>(m.backslashes, m.newlines, &seeking);
     Hit hit{};
-    if (StepBits<32>(s, n, i, mask, nl_mask, records, long_line_bytes, kJson, &line_start,
+    if (StepBits<32>(s, n, i, mask, m.newlines, records, long_line_bytes, kJson, &line_start,
                      &newlines, &hit)) {
       return hit;
     }

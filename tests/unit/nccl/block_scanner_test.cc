@@ -162,6 +162,8 @@ TEST_P(BlockScannerTest, FindsEveryNeedleAtEveryOffset) {
       ":task",      ":job_i",     "P ",
       " P",         "{",          "] INFO ",
       "\x1b[0m",    "\x1b[0",     R"("log":"step 1\n","stream":"stdout"})",
+      "] I",        "] ",         "] INF",
+      "]] INFO ",   "] IINFO ",
   };
   for (const std::string& needle : needles) {
     for (size_t offset = 0; offset < 70; ++offset) {
