@@ -81,26 +81,12 @@ EFAWATCH_ALWAYS_INLINE bool HarmlessEscape(const char* s, size_t n, size_t pos) 
 constexpr std::string_view kDockerHead = "{\"log\":\"";
 constexpr std::string_view kDockerEnd = "\\n\",\"stream\":\"";
 
-// The first backslash or newline in s[i, n), or n.
-size_t FirstBackslashOrNewline(const char* s, size_t n, size_t i) {
-#if defined(__SSE2__)
-  for (; i + 16 <= n; i += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-    const int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
-                                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))));
-    if (m != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(m)));
-  }
-#endif
-  while (i < n && s[i] != '\\' && s[i] != '\n') ++i;
-  return i;
-}
-
 // Whether the line that starts at s[pos] is such a record, in one pass to its first backslash
 // or newline instead of one to its end and one to the backslash. The line-by-line scans' test;
 // the AVX2 scan finds each line's first backslash in its own pass (DockerCandidate()).
 bool PlainDockerRecordAt(const char* s, size_t n, size_t pos) {
   if (!At(s, n, pos, kDockerHead)) return false;
-  const size_t b = FirstBackslashOrNewline(s, n, pos + kDockerHead.size());
+  const size_t b = internal::FindEitherByte(s, n, pos + kDockerHead.size(), '\\', '\n');
   return b < n && s[b] == '\\' && At(s, n, b, kDockerEnd);
 }
 

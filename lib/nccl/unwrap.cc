@@ -219,8 +219,7 @@ bool ParseDockerJson(std::string_view line, std::string* text, bool* partial) {
     }
     if (c != '\\') {
       // The text up to the next quote or escape in one piece: a record is mostly plain text.
-      size_t e = i + 1;
-      while (e < line.size() && line[e] != '"' && line[e] != '\\') ++e;
+      const size_t e = internal::FindEitherByte(line.data(), line.size(), i + 1, '"', '\\');
       text->append(line.data() + i, e - i);
       i = e;
       continue;

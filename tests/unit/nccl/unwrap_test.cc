@@ -40,6 +40,22 @@ TEST(UnwrapTest, DecodesDockerJson) {
   EXPECT_FALSE(ParseDockerJson("plain", &text, &partial));
 }
 
+// The text between a record's escapes is copied a run at a time (16 bytes per compare): an
+// escape or the closing quote at every offset of a run, and runs longer than one compare.
+TEST(UnwrapTest, DecodesDockerJsonRunsOfEveryLength) {
+  std::string text;
+  bool partial = true;
+  for (size_t len = 0; len < 70; ++len) {
+    const std::string run(len, 'x');
+    const std::string record = R"({"log":")" + run + R"(\"q\\)" + run + R"(\n","stream":"stdout"})";
+    ASSERT_TRUE(ParseDockerJson(record, &text, &partial)) << len;
+    EXPECT_EQ(text, run + "\"q\\" + run) << len;
+    EXPECT_FALSE(partial) << len;
+    // No closing quote after a long run: not a record.
+    EXPECT_FALSE(ParseDockerJson(R"({"log":")" + run + run, &text, &partial)) << len;
+  }
+}
+
 TEST(UnwrapTest, CleanLineStripsWrappers) {
   std::string scratch;
   EXPECT_EQ(CleanLine("  | 2025-05-16T16:39:51.208-07:00ip-10:79:79 [0] NCCL INFO x", &scratch),
