@@ -246,31 +246,49 @@ constexpr std::array<Group, 8> kGroups = {{
     {"taj", ":"},
     {" ", "]"},  // "] INFO " by "] ": last, so that its bit is each byte's top bit (Step())
 }};
-constexpr size_t kLegacyGroup = 7;
-static_assert(kGroups[kLegacyGroup].prev == "]" && kLegacyGroup == 7,
-              "Step() reads the legacy pairs from the bytes' top bits");
+// The same anchors for a log coloured line by line (ScanAvx2<kColour>), whose top bit marks the
+// escapes HarmlessEscapeBits() judges instead of "] " (back in the first group): a compare for
+// ESC less every 32 bytes there.
+constexpr std::array<Group, 8> kColourGroups = {{
+    {"C ", "N]"},  // "NC", "N ", "] "; by the nibbles also "M ", "^ ", "N@", "]#", ...
+    {"#", ""},
+    {std::string_view("\0", 1), ""},
+    {"P", " "},
+    {":", "c"},
+    {"rI", "[F"},
+    {"taj", ":"},
+    {"\x1b", ""},
+}};
+static_assert(kGroups[7].prev == "]" && kColourGroups[7].cur == "\x1b",
+              "Step() reads the legacy pairs or the escapes from the bytes' top bits");
 
 // The 16-entry table of group bits for the low (`shift` 0) or high (4) nibble of `cur` or
 // `prev` bytes. A group without a `prev` has its bit in every entry of the `prev` tables (any
 // byte before it will do): folded into the tables rather than applied to every 32 bytes.
-constexpr std::array<uint8_t, 16> NibbleTable(bool of_prev, int shift) {
+constexpr std::array<uint8_t, 16> NibbleTable(const std::array<Group, 8>& groups, bool of_prev,
+                                              int shift) {
   std::array<uint8_t, 16> t{};
-  for (size_t g = 0; g < kGroups.size(); ++g) {
+  for (size_t g = 0; g < groups.size(); ++g) {
     const auto bit = static_cast<uint8_t>(1u << g);
-    if (of_prev && kGroups[g].prev.empty()) {
+    if (of_prev && groups[g].prev.empty()) {
       for (uint8_t& e : t) e |= bit;
       continue;
     }
-    for (char c : of_prev ? kGroups[g].prev : kGroups[g].cur) {
+    for (char c : of_prev ? groups[g].prev : groups[g].cur) {
       t[(static_cast<unsigned char>(c) >> shift) & 0x0f] |= bit;
     }
   }
   return t;
 }
-constexpr std::array<uint8_t, 16> kCurLo = NibbleTable(false, 0);
-constexpr std::array<uint8_t, 16> kCurHi = NibbleTable(false, 4);
-constexpr std::array<uint8_t, 16> kPrevLo = NibbleTable(true, 0);
-constexpr std::array<uint8_t, 16> kPrevHi = NibbleTable(true, 4);
+struct NibbleTables {
+  std::array<uint8_t, 16> cur_lo, cur_hi, prev_lo, prev_hi;
+};
+constexpr NibbleTables TablesOf(const std::array<Group, 8>& groups) {
+  return {NibbleTable(groups, false, 0), NibbleTable(groups, false, 4),
+          NibbleTable(groups, true, 0), NibbleTable(groups, true, 4)};
+}
+constexpr NibbleTables kTables = TablesOf(kGroups);
+constexpr NibbleTables kColourTables = TablesOf(kColourGroups);
 
 __attribute__((target("avx2"))) inline __m256i Table(const std::array<uint8_t, 16>& t) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data())));
@@ -292,7 +310,7 @@ struct StepMasks {
   uint32_t anchors;      // anchor bytes (a byte and the one before it)
   uint32_t newlines;     // '\n'
   uint32_t backslashes;  // '\\' (only where lines may be docker json-file records)
-  uint32_t legacy;       // the ' ' of "] " (among the anchors)
+  uint32_t top;          // the ' ' of "] ", or with kColourTables ESC (among the anchors)
 };
 // The masks of the 32 bytes at `at`. `*prev_groups` holds, in its last byte, the `prev` group
 // bits of at[-1] (PrevGroupsOf()), and gets those of at[0, 32) for the next step: the byte before
@@ -314,7 +332,7 @@ __attribute__((target("avx2"), always_inline)) inline StepMasks Step(const char*
   StepMasks out{};
   out.anchors = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, k.zero)));
   out.newlines = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, k.newline)));
-  out.legacy = static_cast<uint32_t>(_mm256_movemask_epi8(m));  // group 7: the top bit
+  out.top = static_cast<uint32_t>(_mm256_movemask_epi8(m));  // group 7: the top bit
   if constexpr (kJson) {
     out.backslashes =
         static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, k.backslash)));
@@ -323,9 +341,10 @@ __attribute__((target("avx2"), always_inline)) inline StepMasks Step(const char*
 }
 
 // A vector whose last byte holds the `prev` group bits of `c`, for the first Step().
-__attribute__((target("avx2"), always_inline)) inline __m256i PrevGroupsOf(char c) {
+__attribute__((target("avx2"), always_inline)) inline __m256i PrevGroupsOf(const NibbleTables& t,
+                                                                           char c) {
   const auto u = static_cast<unsigned char>(c);
-  return _mm256_set1_epi8(static_cast<char>(kPrevLo[u & 0x0f] & kPrevHi[u >> 4]));
+  return _mm256_set1_epi8(static_cast<char>(t.prev_lo[u & 0x0f] & t.prev_hi[u >> 4]));
 }
 
 // Where, among `kWidth` bytes with backslashes `bs` and newlines `nl`, a line's docker record
@@ -333,8 +352,7 @@ __attribute__((target("avx2"), always_inline)) inline __m256i PrevGroupsOf(char 
 // is 1 where the line running into these bytes has had no backslash in the bytes before (as
 // where a line starts), else 0, and gets the same for the next bytes. One addition (with
 // carry) finds them all: each newline (and a seeking line's carry) adds 1 at the bottom of the
-// run of
-// non-backslash bytes it starts, and the carry runs up that run and stops at its first
+// run of non-backslash bytes it starts, and the carry runs up that run and stops at its first
 // backslash, setting that bit; a newline the carry reaches is set too (1 + 1 + carry), one it
 // does not reach is cleared (1 + 1). So a docker json-file log, where every line is a record
 // and every record's first backslash ends its text, costs a few operations every 64 bytes and
@@ -353,36 +371,35 @@ EFAWATCH_ALWAYS_INLINE uint64_t FirstBackslashes(uint64_t bs, uint64_t nl, unsig
   }
 }
 
-// Bit j of each: the byte at[j] of the 32 at `at` is ESC, '[', '0' or 'm'.
+// Bit j of each: the byte at[j] of the 32 at `at` is '[', '0' or 'm'.
 struct ColourBits {
-  uint32_t esc, bracket, zero, m;
+  uint32_t bracket, zero, m;
 };
 __attribute__((target("avx2"), always_inline)) inline uint32_t Equal(__m256i a, char c) {
   return static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, _mm256_set1_epi8(c))));
 }
 __attribute__((target("avx2"), always_inline)) inline ColourBits Colour(const char* at) {
   const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
-  return {Equal(a, '\x1b'), Equal(a, '['), Equal(a, '0'), Equal(a, 'm')};
+  return {Equal(a, '['), Equal(a, '0'), Equal(a, 'm')};
 }
 
 // The escapes among the 64 bytes at s[i] (i >= 1) that are harmless for certain: the escape
 // starts its line, or it is the reset code "ESC[0m" or "ESC[m" with a newline after it (a
 // console colouring whole lines ends each with one). Both are what HarmlessEscape() passes
 // over; an escape these masks cannot judge (another code, or one that runs past the 64 bytes)
-// keeps its anchor bit and goes through Verify() as before. `nl`: the 64 bytes' newlines. Four
+// keeps its anchor bit and goes through Verify() as before. `nl`: the 64 bytes' newlines, `esc`
+// their escapes (Step() with kColourTables), `nl_before`: 1 where s[i - 1] is a newline. Three
 // more compares and masks for each 32 bytes, which a log without colour codes should not pay
 // (measured against masks built from four more loads a step instead: fewer instructions, but
 // slower).
-__attribute__((target("avx2"), always_inline)) inline uint64_t HarmlessEscapeBits(const char* s,
-                                                                                  size_t i,
-                                                                                  uint64_t nl) {
+__attribute__((target("avx2"), always_inline)) inline uint64_t HarmlessEscapeBits(
+    const char* s, size_t i, uint64_t nl, uint64_t esc, uint64_t nl_before) {
   const ColourBits lo = Colour(s + i);
   const ColourBits hi = Colour(s + i + 32);
-  const uint64_t esc = lo.esc | uint64_t{hi.esc} << 32;
   const uint64_t bracket = lo.bracket | uint64_t{hi.bracket} << 32;
   const uint64_t zero = lo.zero | uint64_t{hi.zero} << 32;
   const uint64_t m = lo.m | uint64_t{hi.m} << 32;
-  const uint64_t line_start = nl << 1 | (s[i - 1] == '\n' ? 1 : 0);
+  const uint64_t line_start = nl << 1 | nl_before;
   // Where "m\n" starts, then where "0m\n" or "m\n" does: the two resets share their end, so
   // one "[" test covers both (half the operations of testing each code whole).
   const uint64_t m_end = m & (nl >> 1);
@@ -432,10 +449,12 @@ __attribute__((target("avx2"), noinline)) Hit ScanAvx2(const char* s, size_t n, 
   // A '{' at a line's start is text where a file's lines cannot be docker json-file records
   // (Trainer's metric dicts, JSON-lines logging), and judged at the line's first backslash where
   // they can: either way its group is left out of the mask.
-  const Masks k{Table(kCurLo),          Table(kCurHi),          Table(kPrevLo),
-                Table(kPrevHi),         _mm256_set1_epi8(0x0f), _mm256_set1_epi8('\n'),
+  constexpr const NibbleTables& t = kColour ? kColourTables : kTables;
+  const Masks k{Table(t.cur_lo),        Table(t.cur_hi),        Table(t.prev_lo),
+                Table(t.prev_hi),       _mm256_set1_epi8(0x0f), _mm256_set1_epi8('\n'),
                 _mm256_set1_epi8('\\'), _mm256_setzero_si256()};
-  __m256i prev_groups = PrevGroupsOf(s[i - 1]);
+  __m256i prev_groups = PrevGroupsOf(t, s[i - 1]);
+  uint64_t nl_before = s[i - 1] == '\n' ? 1 : 0;  // kColour: s[i - 1] is a newline
   // 1 while the line at line_start has had no backslash yet: its record test is still due.
   unsigned char seeking = 1;
   // Two steps at a time: the bit work below (long line, verify, newline count) then runs once
@@ -446,11 +465,12 @@ __attribute__((target("avx2"), noinline)) Hit ScanAvx2(const char* s, size_t n, 
     const StepMasks m1 = Step<kJson>(s + i + 32, k, &prev_groups);
     const uint64_t nl = m0.newlines | uint64_t{m1.newlines} << 32;
     uint64_t mask = m0.anchors | uint64_t{m1.anchors} << 32;
-    if (const uint64_t legacy = m0.legacy | uint64_t{m1.legacy} << 32; legacy != 0) {
-      mask &= ~LegacyPairsToSkip<64>(s, i, legacy);
-    }
+    const uint64_t top = m0.top | uint64_t{m1.top} << 32;
     if constexpr (kColour) {
-      if (mask != 0) mask &= ~HarmlessEscapeBits(s, i, nl);
+      if (top != 0) mask &= ~HarmlessEscapeBits(s, i, nl, top, nl_before);
+      nl_before = nl >> 63;
+    } else if (top != 0) {
+      mask &= ~LegacyPairsToSkip<64>(s, i, top);
     }
     uint64_t records = 0;
     if constexpr (kJson) {
@@ -466,7 +486,7 @@ __attribute__((target("avx2"), noinline)) Hit ScanAvx2(const char* s, size_t n, 
   while (i + 32 <= n) {
     const StepMasks m = Step<kJson>(s + i, k, &prev_groups);
     uint64_t mask = m.anchors;
-    if (m.legacy != 0) mask &= ~LegacyPairsToSkip<32>(s, i, m.legacy);
+    if (!kColour && m.top != 0) mask &= ~LegacyPairsToSkip<32>(s, i, m.top);
     uint64_t records = 0;
     if constexpr (kJson) records = FirstBackslashes<32>(m.backslashes, m.newlines, &seeking);
     Hit hit{};

@@ -224,6 +224,9 @@ TEST_P(BlockScannerTest, ColourCodesAreJudgedAlikeAtEveryOffset) {
         lines.push_back("\x1b[36m" + std::string(offset + k, 'a') + "\x1b[0m");
         lines.push_back("\x1b[36m" + std::string(offset + k, 'a') + end);
       }
+      // Other anchors where a harmless escape would be: starting a line, before a reset's bytes.
+      lines.push_back("#" + std::string(offset, 'a') + "\x1b[0m");
+      lines.push_back("\x1b[36m" + std::string(offset, 'a') + "#[0m");
       EXPECT_EQ(Visited(lines, 4096), Expected(lines, 4096))
           << "end=" << ::testing::PrintToString(end) << " offset=" << offset;
     }
