@@ -249,7 +249,7 @@ TEST_P(BlockScannerTest, DockerRecordsAreJudgedAtTheirFirstBackslashAtEveryOffse
       R"(\)",                      // ends at the backslash
   };
   for (const std::string& kind : kinds) {
-    for (size_t len = 0; len < 140; ++len) {
+    for (size_t len = 0; len < 300; ++len) {
       std::vector<std::string> lines;
       for (size_t k = 0; k < 3; ++k) {
         lines.push_back(R"({"log":")" + std::string(len + k, 'a') + kind);
@@ -266,6 +266,24 @@ TEST_P(BlockScannerTest, DockerRecordsAreJudgedAtTheirFirstBackslashAtEveryOffse
         EXPECT_EQ(Visited(lines, 4096, newline, false), Expected(lines, 4096, false))
             << "kind=" << kind << " len=" << len << " newline=" << newline;
       }
+    }
+  }
+}
+
+// A record whose first backslash lies past the 128 bytes after its line's start, behind plain
+// records that put that start at every offset of the scan's steps: the line start that a step
+// without events carries must be exact, or the record's head is looked for in the wrong place.
+TEST_P(BlockScannerTest, ALongRecordIsJudgedFromItsOwnStartWhereverItStarts) {
+  const std::string tail = R"(\n","stream":"stdout","time":"2026-12-02T10:00:00.000000001Z"})";
+  for (const std::string& first : {std::string(R"(\"q)"), std::string()}) {
+    for (size_t pad = 0; pad < 140; ++pad) {
+      const std::vector<std::string> lines = {
+          R"({"log":")" + std::string(pad, 'a') + tail,
+          R"({"log":"step 1)" + tail + std::string(70, ' '),  // its newline 130 bytes on
+          R"({"log":")" + std::string(200, 'e') + first + tail,
+          R"({"log":"step 2)" + tail,
+      };
+      EXPECT_EQ(Visited(lines, 4096), Expected(lines, 4096)) << first << " pad=" << pad;
     }
   }
 }
