@@ -289,8 +289,8 @@ TEST_P(BlockScannerTest, ALongRecordIsJudgedFromItsOwnStartWhereverItStarts) {
 }
 
 // The same judgement on seeded random lines made of a record's pieces (head, end, escapes,
-// backslashes, braces, newlines) and chatter, at random lengths: whatever the vector scan's
-// steps, it visits what IsCandidateLine() accepts.
+// backslashes, braces, newlines), colour codes, "] " pairs and chatter, at random lengths: whatever
+// the vector scan's steps, it visits what IsCandidateLine() accepts.
 TEST_P(BlockScannerTest, RandomRecordPiecesAreJudgedAlike) {
   const std::vector<std::string> pieces = {
       R"({"log":")",
@@ -306,6 +306,14 @@ TEST_P(BlockScannerTest, RandomRecordPiecesAreJudgedAlike) {
       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
       "NCCL",
       "\x1b[0m",
+      "\x1b[36m",
+      "\x1b",
+      "] ",
+      "] INFO ",
+      "I",
+      "#",
+      "[0m",
+      "m",
   };
   uint64_t state = 0x9e3779b97f4a7c15ULL;
   auto next = [&state](uint64_t bound) {
@@ -316,7 +324,7 @@ TEST_P(BlockScannerTest, RandomRecordPiecesAreJudgedAlike) {
   };
   for (int round = 0; round < 3000; ++round) {
     std::string block;
-    const uint64_t count = 1 + next(24);
+    const uint64_t count = 1 + next(60);  // up to ~1.5 kB: several 128-byte steps
     for (uint64_t i = 0; i < count; ++i) block += pieces[next(pieces.size())];
     std::vector<std::string> lines;
     for (size_t b = 0; b <= block.size();) {
