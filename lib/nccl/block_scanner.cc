@@ -172,6 +172,12 @@ Hit ScanLines(const char* s, size_t n, size_t from, size_t long_line_bytes, bool
   return {n, newlines};
 }
 
+// Where the line after the last newline of `nl` (not 0), the newline mask of the bytes at
+// s[i], starts (with kWidth 32 the upper half is clear).
+EFAWATCH_ALWAYS_INLINE size_t AfterLastNewline(size_t i, uint64_t nl) {
+  return i + 64 - static_cast<size_t>(std::countl_zero(nl));
+}
+
 // The bit work of the `kWidth` (32 or 64) bytes at s[i] for the vector scan: `mask` holds
 // their anchor bytes, `nl_mask` their newlines and `records` the bytes where a line's docker
 // record test is due (FirstBackslashes(); 0 where no line is json) (the bits above kWidth
@@ -204,8 +210,7 @@ EFAWATCH_ALWAYS_INLINE bool StepBits(const char* s, size_t n, size_t i, uint64_t
       // The line holding `pos` starts after the last newline below it, or where the line
       // running into these bytes started.
       const uint64_t below = bit == 0 ? 0 : nl_mask & ((uint64_t{1} << bit) - 1);
-      const size_t start =
-          below == 0 ? *line_start : i + 64 - static_cast<size_t>(__builtin_clzll(below));
+      const size_t start = below == 0 ? *line_start : AfterLastNewline(i, below);
       candidate = DockerCandidate(s, n, start, pos);
     } else {
       candidate = pos == long_at || Verify(s, n, pos, json);
@@ -219,8 +224,7 @@ EFAWATCH_ALWAYS_INLINE bool StepBits(const char* s, size_t n, size_t i, uint64_t
   }
   if (nl_mask != 0) {
     *newlines += static_cast<uint64_t>(__builtin_popcountll(nl_mask));
-    // The last newline's bit, counted down from bit 63 (with kWidth 32 the upper half is clear).
-    *line_start = i + 64 - static_cast<size_t>(__builtin_clzll(nl_mask));
+    *line_start = AfterLastNewline(i, nl_mask);
   }
   return false;
 }
@@ -250,16 +254,15 @@ constexpr std::array<Group, 8> kGroups = {{
 // The same anchors for a log coloured line by line (ScanAvx2<kColour>), whose top bit marks the
 // escapes HarmlessEscapeBits() judges instead of "] " (back in the first group): a compare for
 // ESC less every 32 bytes there.
-constexpr std::array<Group, 8> kColourGroups = {{
-    {"C ", "N]"},  // "NC", "N ", "] "; by the nibbles also "M ", "^ ", "N@", "]#", ...
-    {"#", ""},
-    {std::string_view("\0", 1), ""},
-    {"P", " "},
-    {":", "c"},
-    {"rI", "[F"},
-    {"taj", ":"},
-    {"\x1b", ""},
-}};
+constexpr std::array<Group, 8> kColourGroups = [] {
+  std::array<Group, 8> g = kGroups;
+  g[0].prev = "N]";                      // "] " by the first group again
+  g[2].cur = std::string_view("\0", 1);  // ESC is the eighth
+  g[7] = {"\x1b", ""};
+  return g;
+}();
+static_assert(kGroups[0].prev == "N" && kGroups[2].cur == std::string_view("\0\x1b", 2),
+              "kColourGroups moves ESC and \"] \" from these groups");
 static_assert(kGroups[7].prev == "]" && kColourGroups[7].cur == "\x1b",
               "Step() reads the legacy pairs or the escapes from the bytes' top bits");
 
@@ -492,9 +495,9 @@ __attribute__((target("avx2"), noinline)) Hit ScanAvx2(const char* s, size_t n, 
         line_start + long_line_bytes >= i + 128) {
       newlines += static_cast<uint64_t>(std::popcount(a.nl) + std::popcount(b.nl));
       if (b.nl != 0) {
-        line_start = i + 128 - static_cast<size_t>(std::countl_zero(b.nl));
+        line_start = AfterLastNewline(i + 64, b.nl);
       } else if (a.nl != 0) {
-        line_start = i + 64 - static_cast<size_t>(std::countl_zero(a.nl));
+        line_start = AfterLastNewline(i, a.nl);
       }
       i += 128;
       continue;
